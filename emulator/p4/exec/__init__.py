@@ -1,0 +1,14 @@
+"""The executor: turns a checked program (the IR) into Python code and runs
+packets through it as the v1model pipeline of BMv2's simple_switch does.
+
+- :mod:`.layout` generates a Python class per header, struct, union and stack
+  type, with extract/emit/copy methods specialised to its fields;
+- :mod:`.codegen` compiles parsers, controls, actions and functions to Python
+  source, one function each;
+- :mod:`.externs` holds the run-time side of v1model externs (registers,
+  counters, meters, hashes, checksums);
+- :mod:`.tables` holds table and action-profile state and lookups;
+- :mod:`.pipeline` runs a packet through parser, ingress, the hand-off to the
+  traffic manager (unicast, multicast, clones, resubmit, recirculate), egress
+  and deparser.
+"""

@@ -1,0 +1,345 @@
+"""Generates the Python module of a program: frame classes, parser states,
+controls, actions, tables and functions, then executes it once.
+
+The result, :class:`CompiledBlocks`, maps every IR block, action and table to
+its Python function; the pipeline and the control plane use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emulator.p4 import ir
+from emulator.p4.exec import externs as rt
+from emulator.p4.exec.codegen import (
+    Codegen, ExitBlock, ExternLowering, FuncScope, ParserError, unsupported,
+)
+from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident, scalar_width
+from emulator.p4.exec.tables import Table
+from emulator.p4.types import BoolType
+
+
+@dataclass
+class CompiledBlocks:
+    source: str
+    namespace: dict[str, object]
+    block_fns: dict[int, object]
+    frame_classes: dict[int, type]
+    action_fns: dict[int, object]
+    param_slots: dict[int, list[str]]
+    class_names: dict[object, str]
+
+    def class_for(self, t: object) -> type:
+        """The generated class of an aggregate type used by a block parameter."""
+        return self.namespace[self.class_names[t]]  # type: ignore[return-value]
+
+    def frame(self, block: ir.Control | ir.Parser) -> object:
+        return self.frame_classes[id(block)]()
+
+    def run(self, block: ir.Control | ir.Parser, frame: object) -> None:
+        self.block_fns[id(block)](frame)  # type: ignore[operator]
+
+
+class ModuleBuilder:
+    """Drives :class:`Codegen` over a whole program."""
+
+    def __init__(self, program: ir.Program, lowering: ExternLowering,
+                 tables: dict[int, Table], value_sets: dict[int, object],
+                 errors: dict[str, int]) -> None:
+        self.program = program
+        self.gen = Codegen(Layouts(), lowering)
+        self.tables = tables
+        self.value_sets = value_sets
+        self.errors = errors
+        self._done: set[int] = set()
+        self._frame_slots: dict[int, list[str]] = {}
+        self._param_slots: dict[int, list[str]] = {}
+        self._frame_names: dict[int, str] = {}
+        self._block_names: dict[int, str] = {}
+        self._actions: dict[int, ir.Action] = {}
+
+    def build(self) -> CompiledBlocks:
+        gen = self.gen
+        for block in self.program.package.blocks:
+            for p in block.params:
+                if is_aggregate(p.type):
+                    gen.layouts.class_name(p.type)
+            self._block(block)
+        while gen.pending_blocks or gen.pending_functions:
+            if gen.pending_blocks:
+                self._block(gen.pending_blocks.pop())
+            else:
+                self._function(gen.pending_functions.pop())
+        body = "\n".join(gen.lines)
+        frames = "\n\n".join(self._frame_source(key, slots)
+                             for key, slots in self._frame_slots.items())
+        source = "\n\n".join([gen.layouts.source(), frames, body]) + "\n"
+        namespace = self._namespace()
+        code = compile(source, f"<p4 {self.program.source}>", "exec")
+        exec(code, namespace)  # noqa: S102 - our own generated code
+        blocks = {key: namespace[name] for key, name in self._block_names.items()}
+        frames_by_block = {key: namespace[name] for key, name in self._frame_names.items()}
+        actions = {aid: namespace[gen.action_fn(a)] for aid, a in self._actions.items()}
+        params = {key: slots for key, slots in self._param_slots.items()}
+        return CompiledBlocks(source, namespace, blocks, frames_by_block, actions, params,
+                              gen.layouts.names())
+
+    # ---- pieces ------------------------------------------------------------
+    def _namespace(self) -> dict[str, object]:
+        ns: dict[str, object] = {
+            "ExitBlock": ExitBlock, "ParserError": ParserError,
+            "p4_div": rt.p4_div, "p4_mod": rt.p4_mod, "shl": rt.shl,
+            "pack_bits": rt.pack_bits, "HASHES": rt.HASHES, "p4_assert": rt.p4_assert,
+            "hash_with_offset": rt.hash_with_offset, "lookahead_bits": rt.lookahead_bits,
+            "lookahead_header": rt.lookahead_header, "advance": rt.advance,
+            "p4_verify": rt.p4_verify, "mark_to_drop": rt.mark_to_drop,
+            "format_log": rt.format_log,
+            "ERR_PACKET_TOO_SHORT": self.errors.get("PacketTooShort", 1),
+            "ERR_HEADER_TOO_SHORT": self.errors.get("HeaderTooShort", 4),
+            "ERR_NO_MATCH": self.errors.get("NoMatch", 2),
+            "ERR_STACK_OUT_OF_BOUNDS": self.errors.get("StackOutOfBounds", 3),
+        }
+        ns.update(_STACK_HELPERS)
+        ns.update(self.gen.env)
+        return ns
+
+    def _frame_source(self, key: int, slots: list[str]) -> str:
+        name = self._frame_names[key]
+        return f"class {name}:\n    __slots__ = {tuple(['_ctx'] + slots)!r}"
+
+    def _register_frame(self, block: ir.Control | ir.Parser, locals_: list[ir.Local]) -> None:
+        gen = self.gen
+        self._frame_names[id(block)] = gen.name_of(block, "Frame", block.name)
+        self._block_names[id(block)] = gen.name_of(block, "blk", block.name)
+        self._frame_slots[id(block)] = [gen.frame_slot(x) for x in locals_]
+        self._param_slots[id(block)] = [gen.frame_slot(x) for x in block.params]
+
+    def _block(self, block: ir.Control | ir.Parser) -> None:
+        if id(block) in self._done:
+            return
+        self._done.add(id(block))
+        block_locals = [s.local for s in block.locals if isinstance(s, ir.VarDecl)]
+        frame_locals = list(block.params) + block_locals
+        self._register_frame(block, frame_locals)
+        scope_ids = {id(x) for x in frame_locals}
+        if isinstance(block, ir.Parser):
+            self._parser(block, scope_ids)
+        else:
+            self._control(block, scope_ids)
+
+    def _control(self, c: ir.Control, frame_ids: set[int]) -> None:
+        gen = self.gen
+        for action in c.actions:
+            self._action(action, frame_ids)
+        for table in c.tables:
+            self._table(table, frame_ids)
+        gen.scope = FuncScope(frame_ids)
+        fn = gen.name_of(c, "blk", c.name)
+
+        def body() -> None:
+            for s in c.locals:
+                gen.stmt(s)
+            gen.block(c.body)
+        gen.run_fn(f"def {fn}(F):", body)
+
+    def _action(self, action: ir.Action, frame_ids: set[int]) -> None:
+        if id(action) in self._done:
+            return
+        self._done.add(id(action))
+        gen = self.gen
+        aid = gen.externs.action_ids[id(action)]
+        self._actions[aid] = action
+        outs = tuple(p for p in action.params if p.direction in ("out", "inout"))
+        gen.scope = FuncScope(frame_ids, return_outs=outs)
+        params = [gen.local_name(p) for p in action.params]
+        header = f"def {gen.action_fn(action)}({', '.join(['F'] + params)}):"
+
+        def body() -> None:
+            for p in action.params:
+                if p.direction == "out":
+                    gen.emit(f"{gen.local_name(p)} = {gen.layouts.new_value(p.type)}")
+            gen.block(action.body)
+            if outs:
+                gen.emit(f"return ({''.join(gen.local_name(p) + ', ' for p in outs)})")
+        gen.run_fn(header, body)
+
+    def _function(self, fn: ir.Function) -> None:
+        if id(fn) in self._done:
+            return
+        self._done.add(id(fn))
+        gen = self.gen
+        outs = tuple(p for p in fn.params if p.direction in ("out", "inout"))
+        gen.scope = FuncScope(set(), return_outs=outs, is_function=True)
+        params = [gen.local_name(p) for p in fn.params]
+        gen.run_fn(f"def {gen.name_of(fn, 'fn', fn.name)}({', '.join(params)}):",
+                   lambda: gen.block(fn.body))
+
+    def _table(self, table: ir.Table, frame_ids: set[int]) -> None:
+        gen = self.gen
+        for ref in table.actions:
+            self._action(ref.action, frame_ids)
+        self._action(table.default_action.action, frame_ids)
+        for entry in table.entries:
+            self._action(entry.action.action, frame_ids)
+        gen.scope = FuncScope(frame_ids)
+        state = self.tables[id(table)]
+        tname = gen.bind(gen.name_of(state, "T", table.local_name), state)
+
+        def body() -> None:
+            keys, sel = [], []
+            for k in table.keys:
+                code = gen.expr(k.expr)
+                if isinstance(k.expr.type, BoolType):
+                    code = f"int({code})"
+                if k.match_kind == "selector":
+                    sel.append(_selector_part(gen, k))
+                else:
+                    keys.append(code)
+            gen.emit(f"e = {tname}.lookup(({''.join(k + ', ' for k in keys)}))")
+            if state.direct_counter or state.direct_meter_kind:
+                gen.emit("if e.hit:")
+                with gen.indent():
+                    if state.direct_counter:
+                        gen.emit("e.packets += 1")
+                        gen.emit("e.bytes += F._ctx.length")
+                    if state.direct_meter_kind and table.direct_meter is not None:
+                        amount = "1" if state.direct_meter_kind == "packets" else "F._ctx.length"
+                        key = id(table.direct_meter)
+                        gen.emit(f"if e.meter is not None: F._ctx.meter_color[{key}] = "
+                                 f"e.meter.execute({amount}, F._ctx.now_us)")
+            if state.profile is not None:
+                prof = gen.bind(gen.name_of(state.profile, "P", state.profile.name), state.profile)
+                gen.emit("if e.hit:")
+                with gen.indent():
+                    gen.emit("if e.group is not None:")
+                    with gen.indent():
+                        gen.emit(f"e = {prof}.select(e.group, ({''.join(p + ', ' for p in sel)})) or e")
+                    gen.emit("elif e.member is not None:")
+                    with gen.indent():
+                        gen.emit(f"e = {prof}.members.get(e.member, e)")
+            gen.emit("if e.fn is not None: e.fn(F, *e.args)")
+            gen.emit("return e")
+        gen.run_fn(f"def {gen.table_fn(table)}(F):", body)
+
+    def _parser(self, p: ir.Parser, frame_ids: set[int]) -> None:
+        gen = self.gen
+        packet = next((x for x in p.params if getattr(x.type, "name", "") == "packet_in"), None)
+        if packet is None:
+            raise unsupported(f"parser {p.name} without a packet_in parameter", p.loc)
+        state_fn = {name: gen.name_of(st, "st", f"{p.name}_{name}") for name, st in p.states.items()}
+        for name, st in p.states.items():
+            gen.scope = FuncScope(frame_ids)
+
+            def body(st: ir.ParserState = st) -> None:
+                for s in st.stmts:
+                    gen.stmt(s)
+                self._transition(st.transition, state_fn)
+            gen.run_fn(f"def {state_fn[name]}(F, cur):", body)
+        if "start" not in state_fn:
+            raise unsupported(f"parser {p.name} without a start state", p.loc)
+        gen.scope = FuncScope(frame_ids)
+        fn = gen.name_of(p, "blk", p.name)
+
+        def entry() -> None:
+            for s in p.locals:
+                gen.stmt(s)
+            gen.emit(f"cur = F.{gen.frame_slot(packet)}")
+            gen.emit(f"st = {state_fn['start']}")
+            gen.emit("while st is not None:")
+            with gen.indent():
+                gen.emit("st = st(F, cur)")
+        gen.run_fn(f"def {fn}(F):", entry)
+
+    def _transition(self, t: str | ir.Select, state_fn: dict[str, str]) -> None:
+        gen = self.gen
+
+        def goto(name: str) -> str:
+            if name == "accept":
+                return "return None"
+            if name == "reject":
+                return "raise ParserError(None)"
+            if name not in state_fn:
+                raise unsupported(f"transition to unknown state {name}")
+            return f"return {state_fn[name]}"
+        if isinstance(t, str):
+            gen.emit(goto(t))
+            return
+        names = []
+        for i, k in enumerate(t.keys):
+            name = f"k{i}"
+            code = gen.expr(k)
+            if isinstance(k.type, BoolType):
+                code = f"int({code})"
+            gen.emit(f"{name} = {code}")
+            names.append(name)
+        for case in t.cases:
+            conds = []
+            if len(case.keysets) == 1 and isinstance(case.keysets[0], ir.KeysetDefault):
+                conds = []
+            elif len(case.keysets) == 1 and isinstance(case.keysets[0], ir.KeysetValueSet):
+                vs = gen.bind(gen.name_of(case.keysets[0].value_set, "VS",
+                                          case.keysets[0].value_set.name),
+                              self.value_sets[id(case.keysets[0].value_set)])
+                conds.append(f"{vs}.match(({''.join(n + ', ' for n in names)}))")
+            else:
+                for name, ks in zip(names, case.keysets):
+                    conds.extend(_keyset_cond(gen, name, ks, self))
+            if conds:
+                gen.emit(f"if {' and '.join(conds)}:")
+                with gen.indent():
+                    gen.emit(goto(case.next_state))
+            else:
+                gen.emit(goto(case.next_state))
+                return
+        gen.emit("raise ParserError(ERR_NO_MATCH)")
+
+
+def _keyset_cond(gen: Codegen, name: str, ks: ir.Keyset, builder: ModuleBuilder) -> list[str]:
+    if isinstance(ks, ir.KeysetDefault):
+        return []
+    if isinstance(ks, ir.KeysetValue):
+        return [f"{name} == {ks.value}"]
+    if isinstance(ks, ir.KeysetMask):
+        return [f"{name} & {ks.mask} == {ks.value & ks.mask}"]
+    if isinstance(ks, ir.KeysetRange):
+        return [f"{ks.low} <= {name} <= {ks.high}"]
+    if isinstance(ks, ir.KeysetValueSet):
+        vs = gen.bind(gen.name_of(ks.value_set, "VS", ks.value_set.name),
+                      builder.value_sets[id(ks.value_set)])
+        return [f"{vs}.match(({name},))"]
+    raise unsupported(f"keyset {type(ks).__name__}")
+
+
+def _selector_part(gen: Codegen, key: ir.TableKey) -> str:
+    """A ``(value, width)`` pair of a selector key for BMv2-style packing."""
+    code = gen.expr(key.expr)
+    width = scalar_width(key.expr.type)
+    if isinstance(key.expr.type, BoolType):
+        code = f"int({code})"
+    return f"({code}, {width})"
+
+
+def _stack_next(stack):  # type: ignore[no-untyped-def]
+    if stack.nxt >= len(stack.hs):
+        raise ParserError(_STACK_ERR)
+    return stack.hs[stack.nxt]
+
+
+_STACK_ERR = 3  # error.StackOutOfBounds in core.p4's declaration order
+
+
+def _stack_last(stack):  # type: ignore[no-untyped-def]
+    if stack.nxt == 0:
+        raise ParserError(_STACK_ERR)
+    return stack.hs[stack.nxt - 1]
+
+
+def _stack_at(stack, index):  # type: ignore[no-untyped-def]
+    if 0 <= index < len(stack.hs):
+        return stack.hs[index]
+    raise ParserError(_STACK_ERR)
+
+
+_STACK_HELPERS = {"stack_next": _stack_next, "stack_last": _stack_last, "stack_at": _stack_at}
+
+__all__ = ["CompiledBlocks", "ModuleBuilder", "is_aggregate", "py_ident"]

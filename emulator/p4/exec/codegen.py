@@ -1,0 +1,535 @@
+"""Compiles the IR of parsers, controls, actions and functions to Python
+source code, one Python function each.
+
+Conventions of the generated code:
+
+- A parser or control runs on a *frame* ``F``: an object with one slot per
+  parameter and per block-level local, plus ``_ctx`` (the per-packet context
+  of :mod:`.pipeline`). Actions take ``(F, *args)``; tables are functions of
+  ``F`` returning the matched table entry (``.hit``, ``.aid``).
+- Block-scoped variables and action/function parameters are Python locals.
+- Scalars are ints in range (signed types as signed ints); every arithmetic
+  result is wrapped to its width right where it is computed.
+- ``exit`` raises :class:`ExitBlock`; parser errors raise :class:`ParserError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from emulator.p4 import ir
+from emulator.p4.errors import UnsupportedError, Diagnostic
+from emulator.p4.exec.externs import ExitBlock, ParserError
+from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident
+from emulator.p4.types import (
+    BitsType, BoolType, EnumType, ErrorType, HeaderType, HeaderUnionType,
+    StackType, StructType, TupleType, Type,
+)
+
+
+def unsupported(what: str, loc=None) -> UnsupportedError:
+    return UnsupportedError([Diagnostic(loc, f"{what} is not supported by the built-in target")])
+
+
+def bits_of(t: Type) -> BitsType | None:
+    """The bit-level type of a scalar (serializable enums as their underlying)."""
+    if isinstance(t, BitsType):
+        return t
+    if isinstance(t, EnumType) and t.underlying is not None:
+        return t.underlying
+    return None
+
+
+def fit(raw: str, t: Type) -> str:
+    """Wrap the Python expression ``raw`` to the range of type ``t``."""
+    b = bits_of(t)
+    if b is None:
+        return raw
+    if b.signed:
+        half = 1 << (b.width - 1)
+        return f"(((({raw}) + {half}) & {b.mask}) - {half})"
+    return f"(({raw}) & {b.mask})"
+
+
+def unsigned(code: str, t: Type) -> str:
+    """``code`` as the unsigned integer of the same width (for packing)."""
+    if isinstance(t, BoolType):
+        return f"int({code})"
+    b = bits_of(t)
+    if b is not None and b.signed:
+        return f"(({code}) & {b.mask})"
+    return code
+
+
+@dataclass
+class FuncScope:
+    """What the code of one generated function can see."""
+
+    frame_locals: set[int]
+    names: dict[int, str] = field(default_factory=dict)
+    return_outs: tuple[ir.Local, ...] = ()
+    is_function: bool = False
+
+
+class Codegen:
+    """Holds the names of everything generated and the environment the
+    generated module runs in (``env``: name → object)."""
+
+    def __init__(self, layouts: Layouts, externs: "ExternLowering") -> None:
+        self.layouts = layouts
+        self.externs = externs
+        self.env: dict[str, object] = {}
+        self._obj_names: dict[tuple[int, str], str] = {}
+        self._counter = 0
+        self.lines: list[str] = []
+        self.scope = FuncScope(set())
+        self.pre: list[str] = []
+        self._indent = ""
+        # Blocks and functions referenced by generated code, generated later.
+        self.pending_blocks: list[ir.Control | ir.Parser] = []
+        self.pending_functions: list[ir.Function] = []
+
+    # ---- names -----------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        self._counter += 1
+        return f"{py_ident(hint)}_{self._counter}"
+
+    def name_of(self, obj: object, prefix: str, hint: str) -> str:
+        key = (id(obj), prefix)
+        if key not in self._obj_names:
+            self._obj_names[key] = f"{prefix}{self._counter + 1}_{py_ident(hint)}"
+            self._counter += 1
+        return self._obj_names[key]
+
+    def bind(self, name: str, value: object) -> str:
+        self.env[name] = value
+        return name
+
+    def local_name(self, local: ir.Local) -> str:
+        if id(local) in self.scope.frame_locals:
+            return f"F.{self.name_of(local, 'v', local.name)}"
+        names = self.scope.names
+        if id(local) not in names:
+            names[id(local)] = self.fresh(local.name)
+        return names[id(local)]
+
+    def frame_slot(self, local: ir.Local) -> str:
+        return self.name_of(local, "v", local.name)
+
+    # ---- emission ----------------------------------------------------------
+    def emit(self, line: str) -> None:
+        for p in self.pre:
+            self.lines.append(self._indent + p)
+        self.pre.clear()
+        self.lines.append(self._indent + line)
+
+    def indent(self) -> "_Indent":
+        return _Indent(self)
+
+    # ---- expressions -------------------------------------------------------
+    def expr(self, e: ir.Expr) -> str:
+        method: Callable[[ir.Expr], str] | None = getattr(self, "_x_" + type(e).__name__, None)
+        if method is None:
+            raise unsupported(f"expression {type(e).__name__}")
+        return method(e)
+
+    def _x_Const(self, e: ir.Const) -> str:
+        if isinstance(e.value, bool):
+            return "True" if e.value else "False"
+        if isinstance(e.value, str):
+            return repr(e.value)
+        if isinstance(e.value, int):
+            return str(e.value) if e.value >= 0 else f"({e.value})"
+        if isinstance(e.value, tuple):
+            return "(" + "".join(f"{v!r}, " for v in e.value) + ")"
+        raise unsupported(f"constant {e.value!r}")
+
+    def _x_LocalRef(self, e: ir.LocalRef) -> str:
+        return self.local_name(e.local)
+
+    def _x_Member(self, e: ir.Member) -> str:
+        bt = e.base.type
+        if isinstance(bt, TupleType):
+            return f"{self.expr(e.base)}[{int(e.name.lstrip('f'))}]"
+        return f"{self.expr(e.base)}.{py_ident(e.name)}"
+
+    def _x_StackElement(self, e: ir.StackElement) -> str:
+        base = self.expr(e.base)
+        if isinstance(e.index, ir.Const):
+            assert isinstance(e.base.type, StackType)
+            if not 0 <= int(e.index.value) < e.base.type.size:  # type: ignore[arg-type]
+                raise unsupported("a constant stack index out of bounds")
+            return f"{base}.hs[{e.index.value}]"
+        return f"stack_at({base}, {self.expr(e.index)})"
+
+    def _x_StackNext(self, e: ir.StackNext) -> str:
+        return f"stack_next({self.expr(e.base)})"
+
+    def _x_StackLast(self, e: ir.StackLast) -> str:
+        return f"stack_last({self.expr(e.base)})"
+
+    def _x_StackLastIndex(self, e: ir.StackLastIndex) -> str:
+        return f"(({self.expr(e.base)}.nxt - 1) & 0xffffffff)"
+
+    def _x_StackNextIndex(self, e: ir.StackNextIndex) -> str:
+        return f"{self.expr(e.base)}.nxt"
+
+    def _x_IsValid(self, e: ir.IsValid) -> str:
+        return f"{self.expr(e.base)}._v"
+
+    def _x_Slice(self, e: ir.Slice) -> str:
+        mask = (1 << (e.hi - e.lo + 1)) - 1
+        base = self.expr(e.base)
+        if e.lo == 0:
+            return f"({base} & {mask})"
+        return f"(({base} >> {e.lo}) & {mask})"
+
+    def _x_Unary(self, e: ir.Unary) -> str:
+        x = self.expr(e.operand)
+        if e.op == "!":
+            return f"(not {x})"
+        b = bits_of(e.type)
+        if b is None:
+            raise unsupported(f"unary {e.op} on {e.type}")
+        if e.op == "-":
+            return fit(f"-{x}", e.type)
+        if e.op == "~":
+            return f"(~{x})" if b.signed else f"({x} ^ {b.mask})"
+        if e.op == "+":
+            return x
+        raise unsupported(f"unary operator {e.op}")
+
+    def _x_Binary(self, e: ir.Binary) -> str:
+        op = e.op
+        lt, rt = e.left.type, e.right.type
+        left, right = self.expr(e.left), self.expr(e.right)
+        if op == "&&":
+            return f"({left} and {right})"
+        if op == "||":
+            return f"({left} or {right})"
+        if op in ("==", "!="):
+            if is_aggregate(lt):
+                code = f"{left}._eq({right})"
+                return code if op == "==" else f"(not {code})"
+            return f"({left} {op} {right})"
+        if op in ("<", "<=", ">", ">="):
+            return f"({left} {op} {right})"
+        if op == "++":
+            rb = bits_of(rt) or BitsType(1)
+            code = f"(({unsigned(left, lt)} << {rb.width}) | {unsigned(right, rt)})"
+            b = bits_of(e.type)
+            return fit(code, e.type) if b is not None and b.signed else code
+        b = bits_of(e.type)
+        if b is None:
+            raise unsupported(f"operator {op} on {e.type}")
+        if op in ("+", "-", "*"):
+            return fit(f"{left} {op} {right}", e.type)
+        if op in ("&", "|", "^"):
+            return f"({left} {op} {right})"
+        if op in ("/", "%"):
+            fn = "p4_div" if op == "/" else "p4_mod"
+            return f"{fn}({left}, {right})"
+        if op == "|+|":
+            if b.signed:
+                half = 1 << (b.width - 1)
+                return f"max(min({left} + {right}, {half - 1}), {-half})"
+            return f"min({left} + {right}, {b.mask})"
+        if op == "|-|":
+            if b.signed:
+                half = 1 << (b.width - 1)
+                return f"max(min({left} - {right}, {half - 1}), {-half})"
+            return f"max({left} - {right}, 0)"
+        if op == "<<":
+            if isinstance(e.right, ir.Const):
+                amount = int(e.right.value)  # type: ignore[arg-type]
+                return "0" if amount >= b.width else fit(f"{left} << {amount}", e.type)
+            return fit(f"shl({left}, {right}, {b.width})", e.type)
+        if op == ">>":
+            return f"({left} >> {right})"
+        raise unsupported(f"binary operator {op}")
+
+    def _x_Cast(self, e: ir.Cast) -> str:
+        src, dst = e.operand.type, e.type
+        x = self.expr(e.operand)
+        if isinstance(dst, BoolType):
+            return x if isinstance(src, BoolType) else f"({x} != 0)"
+        if isinstance(src, BoolType):
+            return f"int({x})"
+        db, sb = bits_of(dst), bits_of(src)
+        if db is not None and sb is not None:
+            if db == sb:
+                return x
+            if not db.signed and not sb.signed and db.width >= sb.width:
+                return x
+            return fit(unsigned(x, src) if not db.signed else x, dst)
+        return x
+
+    def _x_Mux(self, e: ir.Mux) -> str:
+        return f"({self.expr(e.then)} if {self.expr(e.cond)} else {self.expr(e.otherwise)})"
+
+    def _x_ListExpr(self, e: ir.ListExpr) -> str:
+        return "(" + "".join(self.expr(x) + ", " for x in e.elements) + ")"
+
+    def _x_StructExpr(self, e: ir.StructExpr) -> str:
+        cls = self.layouts.class_name(e.type)
+        tmp = self.fresh("agg")
+        self.pre.append(f"{tmp} = {cls}()")
+        for name, value in e.fields:
+            code = self.expr(value)
+            if is_aggregate(value.type) and not _is_fresh(value):
+                code += "._cp()"
+            self.pre.append(f"{tmp}.{py_ident(name)} = {code}")
+        if isinstance(e.type, HeaderType):
+            self.pre.append(f"{tmp}._v = True")
+        return tmp
+
+    def _x_TableApplyResult(self, e: ir.TableApplyResult) -> str:
+        call = f"{self.table_fn(e.table)}(F)"
+        if e.member == "hit":
+            return f"{call}.hit"
+        if e.member == "miss":
+            return f"(not {call}.hit)"
+        return f"{call}.aid"
+
+    def _x_ExternCall(self, e: ir.ExternCall) -> str:
+        return self.externs.lower(self, e)
+
+    def _x_FunctionCall(self, e: ir.FunctionCall) -> str:
+        fn = self.name_of(e.function, "fn", e.function.name)
+        self.pending_functions.append(e.function)
+        outs = [(a, p) for a, p in zip(e.args, e.function.params) if p.direction in ("out", "inout")]
+        args = ", ".join(self.arg(a, p) for a, p in zip(e.args, e.function.params))
+        if not outs:
+            return f"{fn}({args})"
+        tmp = self.fresh("ret")
+        self.pre.append(f"{tmp} = {fn}({args})")
+        for i, (a, _p) in enumerate(outs, start=1):
+            self.pre.extend(self.assign_lines(a, f"{tmp}[{i}]", fresh=True))
+        return f"{tmp}[0]"
+
+    # ---- helpers shared with statements -------------------------------------
+    def arg(self, a: ir.Expr, p: ir.Local) -> str:
+        """Copy-in of one argument."""
+        if p.direction == "out":
+            return self.layouts.new_value(p.type)
+        code = self.expr(a)
+        if is_aggregate(a.type) and not _is_fresh(a):
+            return f"{code}._cp()"
+        return code
+
+    def table_fn(self, table: ir.Table) -> str:
+        return self.name_of(table, "tbl", table.local_name)
+
+    def assign_lines(self, lhs: ir.Expr, value: str, fresh: bool) -> list[str]:
+        """Lines assigning Python expression ``value`` to the lvalue ``lhs``.
+        ``fresh``: the value is a new object (no copy needed)."""
+        if is_aggregate(lhs.type) and not fresh:
+            value = f"{value}._cp()"
+        if isinstance(lhs, ir.Slice):
+            base = lhs.base
+            width = lhs.hi - lhs.lo + 1
+            mask = ((1 << width) - 1) << lhs.lo
+            b = bits_of(base.type)
+            assert b is not None
+            cur = self.expr(base)
+            new = f"(({unsigned(cur, base.type)} & {b.mask ^ mask}) | (({value}) << {lhs.lo}))"
+            return self.assign_lines(base, fit(new, base.type) if b.signed else new, fresh=True)
+        target = self.expr(lhs)
+        lines = [f"{target} = {value}"]
+        if isinstance(lhs, ir.Member) and isinstance(lhs.base.type, HeaderUnionType):
+            lines.append(f"{self.expr(lhs.base)}._only({target})")
+        return lines
+
+    def run_fn(self, header: str, body: Callable[[], None]) -> None:
+        self.emit(header)
+        with self.indent():
+            start = len(self.lines)
+            body()
+            if len(self.lines) == start:
+                self.emit("pass")
+
+    # ---- statements ----------------------------------------------------------
+    def stmt(self, s: ir.Stmt) -> None:
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is None:
+            raise unsupported(f"statement {type(s).__name__}", s.loc)
+        method(s)
+
+    def block(self, b: ir.Block | None) -> None:
+        start = len(self.lines)
+        if b is not None:
+            for s in b.stmts:
+                self.stmt(s)
+        if len(self.lines) == start:
+            self.emit("pass")
+
+    def _s_Block(self, s: ir.Block) -> None:
+        for x in s.stmts:
+            self.stmt(x)
+
+    def _s_Assign(self, s: ir.Assign) -> None:
+        value = self.expr(s.rhs)
+        for line in self.assign_lines(s.lhs, value, fresh=_is_fresh(s.rhs)):
+            self.emit(line)
+
+    def _s_VarDecl(self, s: ir.VarDecl) -> None:
+        name = self.local_name(s.local)
+        if s.init is None:
+            self.emit(f"{name} = {self.layouts.new_value(s.local.type)}")
+        else:
+            value = self.expr(s.init)
+            if is_aggregate(s.local.type) and not _is_fresh(s.init):
+                value += "._cp()"
+            self.emit(f"{name} = {value}")
+
+    def _s_ExprStmt(self, s: ir.ExprStmt) -> None:
+        code = self.expr(s.expr)
+        self.emit(code)
+
+    def _s_HeaderMethod(self, s: ir.HeaderMethod) -> None:
+        base = self.expr(s.base)
+        if s.method == "setValid":
+            self.emit(f"{base}._v = True")
+            if isinstance(s.base, ir.Member) and isinstance(s.base.base.type, HeaderUnionType):
+                self.emit(f"{self.expr(s.base.base)}._only({base})")
+        elif s.method == "setInvalid":
+            self.emit(f"{base}._v = False")
+        elif s.method in ("push_front", "pop_front"):
+            self.emit(f"{base}.{s.method}({s.count})")
+        else:
+            raise unsupported(f"header method {s.method}", s.loc)
+
+    def _s_ActionCall(self, s: ir.ActionCall) -> None:
+        fn = self.action_fn(s.action)
+        self.call_with_outs(fn, "F", s.args, s.action.params)
+
+    def call_with_outs(self, fn: str, first: str, args: tuple[ir.Expr, ...],
+                       params: tuple[ir.Local, ...]) -> None:
+        codes = [first] + [self.arg(a, p) for a, p in zip(args, params)]
+        outs = [(a, p) for a, p in zip(args, params) if p.direction in ("out", "inout")]
+        if not outs:
+            self.emit(f"{fn}({', '.join(codes)})")
+            return
+        tmp = self.fresh("outs")
+        self.emit(f"{tmp} = {fn}({', '.join(codes)})")
+        for i, (a, _p) in enumerate(outs):
+            for line in self.assign_lines(a, f"{tmp}[{i}]", fresh=True):
+                self.emit(line)
+
+    def action_fn(self, action: ir.Action) -> str:
+        return self.name_of(action, "act", action.local_name)
+
+    def _s_TableApply(self, s: ir.TableApply) -> None:
+        self.emit(f"{self.table_fn(s.table)}(F)")
+
+    def _s_SubApply(self, s: ir.SubApply) -> None:
+        block = s.block
+        frame_cls = self.name_of(block, "Frame", block.name)
+        fn = self.name_of(block, "blk", block.name)
+        g = self.fresh("sub")
+        self.emit(f"{g} = {frame_cls}()")
+        self.emit(f"{g}._ctx = F._ctx")
+        for a, p in zip(s.args, block.params):
+            if p.direction == "out":
+                self.emit(f"{g}.{self.frame_slot(p)} = {self.layouts.new_value(p.type)}")
+            elif p.direction == "inout" or is_extern_typed(p):
+                self.emit(f"{g}.{self.frame_slot(p)} = {self.expr(a)}")
+            else:
+                self.emit(f"{g}.{self.frame_slot(p)} = {self.arg(a, p)}")
+        self.pending_blocks.append(block)
+        self.emit(f"{fn}({g})")
+        for a, p in zip(s.args, block.params):
+            if p.direction in ("out", "inout") and not is_extern_typed(p):
+                for line in self.assign_lines(a, f"{g}.{self.frame_slot(p)}", fresh=True):
+                    self.emit(line)
+
+    def _s_If(self, s: ir.If) -> None:
+        self.emit(f"if {self.expr(s.cond)}:")
+        with self.indent():
+            self.block(s.then)
+        if s.otherwise is not None and s.otherwise.stmts:
+            self.emit("else:")
+            with self.indent():
+                self.block(s.otherwise)
+
+    def _s_Switch(self, s: ir.Switch) -> None:
+        subject = self.expr(s.subject)
+        tmp = self.fresh("sw")
+        self.emit(f"{tmp} = {subject}")
+        pending: list[str] = []
+        first = True
+        default_body: ir.Block | None = None
+        has_default = False
+        for case in s.cases:
+            if case.default:
+                has_default = True
+                default_body = case.body if case.body is not None else ir.Block()
+                continue
+            for label in case.labels:
+                if isinstance(label, ir.Action):
+                    pending.append(str(self.action_id(label)))
+                else:
+                    pending.append(self.expr(label))
+            if case.body is None:
+                continue
+            cond = " or ".join(f"{tmp} == {v}" for v in pending)
+            self.emit(f"{'if' if first else 'elif'} {cond}:")
+            first = False
+            with self.indent():
+                self.block(case.body)
+            pending = []
+        if has_default:
+            if first:
+                self.block(default_body)
+            else:
+                self.emit("else:")
+                with self.indent():
+                    self.block(default_body)
+
+    def action_id(self, action: ir.Action) -> int:
+        return self.externs.action_ids[id(action)]
+
+    def _s_Exit(self, s: ir.Exit) -> None:
+        self.emit("raise ExitBlock()")
+
+    def _s_Return(self, s: ir.Return) -> None:
+        outs = [self.local_name(p) for p in self.scope.return_outs]
+        if self.scope.is_function:
+            value = self.expr(s.value) if s.value is not None else "None"
+            self.emit(f"return ({', '.join([value] + outs)},)" if outs else f"return {value}")
+        elif outs:
+            self.emit(f"return ({', '.join(outs)},)")
+        else:
+            self.emit("return")
+
+
+class _Indent:
+    def __init__(self, gen: Codegen) -> None:
+        self.gen = gen
+
+    def __enter__(self) -> None:
+        self.gen._indent += "    "
+
+    def __exit__(self, *exc: object) -> None:
+        self.gen._indent = self.gen._indent[:-4]
+
+
+def _is_fresh(e: ir.Expr) -> bool:
+    """Whether evaluating ``e`` yields a new object (no copy needed)."""
+    return isinstance(e, (ir.StructExpr, ir.FunctionCall, ir.ExternCall, ir.ListExpr))
+
+
+def is_extern_typed(local: ir.Local) -> bool:
+    return not isinstance(local.type, (BitsType, BoolType, EnumType, ErrorType, HeaderType,
+                                       HeaderUnionType, StructType, StackType, TupleType))
+
+
+class ExternLowering(Protocol):
+    """What an architecture provides to lower extern calls (see
+    :mod:`.v1model_externs`). ``action_ids`` maps ``id(action)`` to the small
+    integer the generated code compares ``action_run`` with."""
+
+    action_ids: dict[int, int]
+
+    def lower(self, gen: Codegen, call: ir.ExternCall) -> str: ...

@@ -1,0 +1,356 @@
+"""Run-time side of the v1model externs and the small helpers generated code
+calls: registers, counters, meters, hash algorithms and checksums as BMv2's
+simple_switch computes them, and P4 arithmetic edge cases.
+
+Hash and checksum inputs are packed the way BMv2 packs a field list: fields
+back to back, most significant bit first, the last byte padded with zero bits;
+fields of invalid headers are left out.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import sys
+import zlib
+from typing import Callable, Sequence
+
+from emulator.p4.errors import ExecutionError
+
+COLOR_GREEN, COLOR_YELLOW, COLOR_RED = 0, 1, 2
+
+
+class ExitBlock(Exception):
+    """Raised by ``exit``: ends the current top-level block."""
+
+
+class ParserError(Exception):
+    """A parser error; ``args[0]`` is the error's value (None: explicit reject)."""
+
+_LITTLE = sys.byteorder == "little"
+
+
+def p4_div(a: int, b: int) -> int:
+    return a // b if b else 0
+
+
+def p4_mod(a: int, b: int) -> int:
+    return a % b if b else 0
+
+
+def shl(a: int, b: int, width: int) -> int:
+    return a << b if b < width else 0
+
+
+def pack_bits(parts: Sequence[tuple[int, int]]) -> bytes:
+    """Pack (value, width) pairs MSB first; pad the tail with zero bits."""
+    value = 0
+    nbits = 0
+    for v, w in parts:
+        value = (value << w) | (v & ((1 << w) - 1))
+        nbits += w
+    pad = -nbits % 8
+    return (value << pad).to_bytes((nbits + pad) // 8, "big")
+
+
+# ---- hash algorithms (BMv2 calculations) --------------------------------------
+
+
+def _reflect(value: int, nbits: int) -> int:
+    out = 0
+    for _ in range(nbits):
+        out = (out << 1) | (value & 1)
+        value >>= 1
+    return out
+
+
+class CrcSpec:
+    """A CRC in the parametrised form BMv2 uses (polynomial, initial
+    remainder, final xor, reflected data, reflected remainder)."""
+
+    __slots__ = ("width", "poly", "init", "xor_out", "refin", "refout", "_table")
+
+    def __init__(self, width: int, poly: int, init: int, xor_out: int,
+                 refin: bool, refout: bool) -> None:
+        self.width, self.poly, self.init, self.xor_out = width, poly, init, xor_out
+        self.refin, self.refout = refin, refout
+        mask = (1 << width) - 1
+        top = 1 << (width - 1)
+        table = []
+        for dividend in range(256):
+            rem = dividend << (width - 8)
+            for _ in range(8):
+                rem = ((rem << 1) ^ poly) if rem & top else (rem << 1)
+            table.append(rem & mask)
+        self._table = tuple(table)
+
+    def __call__(self, data: bytes) -> int:
+        width, table = self.width, self._table
+        mask = (1 << width) - 1
+        shift = width - 8
+        rem = self.init
+        if self.refin:
+            rev = _BYTE_REFLECT
+            for byte in data:
+                rem = table[rev[byte] ^ (rem >> shift)] ^ ((rem << 8) & mask)
+        else:
+            for byte in data:
+                rem = table[byte ^ (rem >> shift)] ^ ((rem << 8) & mask)
+        if self.refout:
+            rem = _reflect(rem, width)
+        return rem ^ self.xor_out
+
+
+_BYTE_REFLECT = tuple(_reflect(b, 8) for b in range(256))
+CRC16 = CrcSpec(16, 0x8005, 0x0000, 0x0000, True, True)
+CRC32_CUSTOM_DEFAULT = CrcSpec(32, 0x04C11DB7, 0xFFFFFFFF, 0xFFFFFFFF, True, True)
+CRC16_CUSTOM_DEFAULT = CrcSpec(16, 0x8005, 0x0000, 0x0000, True, True)
+
+
+def crc16(data: bytes) -> int:
+    return CRC16(data)
+
+
+def crc32(data: bytes) -> int:
+    return zlib.crc32(data)
+
+
+def csum16(data: bytes) -> int:
+    """Internet checksum (RFC 1071): one's complement of the one's-complement
+    sum of 16-bit words, an odd tail byte padded with zero."""
+    if len(data) % 2:
+        data += b"\x00"
+    if not data:
+        return 0xFFFF
+    if _LITTLE:
+        total = sum(memoryview(data).cast("H"))
+        # Summing little-endian words and swapping the folded result gives the
+        # big-endian sum (RFC 1071 §2(B), byte-order independence).
+        while total >> 16:
+            total = (total & 0xFFFF) + (total >> 16)
+        total = ((total & 0xFF) << 8) | (total >> 8)
+    else:
+        total = _fold(data)
+    return (~total) & 0xFFFF
+
+
+def _fold(data: bytes) -> int:
+    total = 0
+    for i in range(0, len(data), 2):
+        total += (data[i] << 8) | data[i + 1]
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def xor16(data: bytes) -> int:
+    value = 0
+    for i in range(0, len(data), 2):
+        chunk = data[i:i + 2]
+        value ^= int.from_bytes(chunk.ljust(2, b"\x00"), "big")
+    return value
+
+
+def identity(data: bytes) -> int:
+    return int.from_bytes(data[:8], "big")
+
+
+HASHES: dict[str, Callable[[bytes], int]] = {
+    "crc16": crc16,
+    "crc32": crc32,
+    "crc16_custom": CRC16_CUSTOM_DEFAULT,
+    "crc32_custom": CRC32_CUSTOM_DEFAULT,
+    "csum16": csum16,
+    "identity": identity,
+    "xor16": xor16,
+}
+
+
+def hash_with_offset(value: int, base: int, max_value: int) -> int:
+    """v1model ``hash``: ``base + value % max`` (a max of 0 counts as 1)."""
+    return base + value % (max_value or 1)
+
+
+# ---- stateful externs --------------------------------------------------------
+
+
+class Register:
+    """``register<T>(size)``; reads out of range leave the destination as it
+    was and writes out of range are ignored, as BMv2 does."""
+
+    __slots__ = ("name", "width", "values", "signed")
+
+    def __init__(self, name: str, size: int, width: int, signed: bool = False) -> None:
+        self.name, self.width, self.signed = name, width, signed
+        self.values = [0] * size
+
+    def read(self, index: int, old: int) -> int:
+        values = self.values
+        return values[index] if index < len(values) else old
+
+    def write(self, index: int, value: int) -> None:
+        if index < len(self.values):
+            self.values[index] = value
+
+    def reset(self) -> None:
+        self.values = [0] * len(self.values)
+
+
+class Counter:
+    """``counter(size, type)``: packets and bytes per index (BMv2 counts the
+    packet's ingress length in bytes)."""
+
+    __slots__ = ("name", "kind", "packets", "bytes")
+
+    def __init__(self, name: str, size: int, kind: str) -> None:
+        self.name, self.kind = name, kind
+        self.packets = [0] * size
+        self.bytes = [0] * size
+
+    def count(self, index: int, nbytes: int) -> None:
+        if index < len(self.packets):
+            self.packets[index] += 1
+            self.bytes[index] += nbytes
+
+    def reset(self) -> None:
+        self.packets = [0] * len(self.packets)
+        self.bytes = [0] * len(self.bytes)
+
+
+class MeterCell:
+    """One meter: two token buckets (committed, peak) as BMv2 runs them:
+    rates in units per microsecond, buckets checked in order, the first one
+    short of tokens decides the colour (YELLOW for committed, RED for peak)."""
+
+    __slots__ = ("rates", "tokens", "last_tokens")
+
+    def __init__(self) -> None:
+        self.rates: list[tuple[float, int]] = []
+        self.tokens: list[int] = []
+        self.last_tokens: list[int] = []
+
+    def configure(self, rates: list[tuple[float, int]]) -> None:
+        self.rates = list(rates)
+        self.tokens = [burst for _, burst in rates]
+        self.last_tokens = [0] * len(rates)
+
+    def execute(self, amount: int, now_us: float) -> int:
+        color = COLOR_GREEN
+        for i, (rate_per_us, burst) in enumerate(self.rates):
+            since_init = int(now_us * rate_per_us)
+            new = since_init - self.last_tokens[i]
+            self.last_tokens[i] = since_init
+            self.tokens[i] = min(self.tokens[i] + new, burst)
+            if self.tokens[i] < amount:
+                color = i + 1
+                break
+            self.tokens[i] -= amount
+        return color
+
+
+class Meter:
+    """``meter(size, type)`` or one ``direct_meter`` cell per table entry."""
+
+    __slots__ = ("name", "kind", "cells")
+
+    def __init__(self, name: str, size: int, kind: str) -> None:
+        self.name, self.kind = name, kind
+        self.cells = [MeterCell() for _ in range(size)]
+
+    def execute(self, index: int, ctx: "PacketContext") -> int:
+        if index >= len(self.cells):
+            return COLOR_GREEN
+        amount = 1 if self.kind == "packets" else ctx.length
+        return self.cells[index].execute(amount, ctx.now_us)
+
+
+class PacketContext:
+    """Per-packet state the generated code writes besides headers and
+    metadata: clone/resubmit/recirculate requests, digests, truncation, the
+    checksum error, direct-meter colours and log messages."""
+
+    __slots__ = ("length", "now_us", "rng", "clone", "resubmit", "recirculate",
+                 "truncate", "digests", "checksum_error", "logs", "meter_color",
+                 "payload", "sm")
+
+    def __init__(self, length: int, now_us: float, rng: _random.Random) -> None:
+        self.length = length
+        self.now_us = now_us
+        self.rng = rng
+        self.clone: tuple[int, int, int] | None = None
+        self.resubmit: int | None = None
+        self.recirculate: int | None = None
+        self.truncate: int | None = None
+        self.digests: list[tuple[str, tuple]] = []
+        self.checksum_error = 0
+        self.logs: list[str] = []
+        self.meter_color: dict[int, int] = {}
+        self.payload = b""
+        self.sm: object = None
+
+
+def p4_assert(ok: bool, what: str) -> None:
+    if not ok:
+        raise ExecutionError(f"{what} failed")
+
+
+# ---- parser and packet helpers ---------------------------------------------------
+
+
+class Cursor:
+    """The parser's position in the packet: ``buf`` the bytes, ``off`` the
+    next byte to read, ``end`` the packet length in bytes."""
+
+    __slots__ = ("buf", "off", "end")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.off = 0
+        self.end = len(buf)
+
+
+def lookahead_bits(cur: Cursor, width: int) -> int:
+    nbytes = (width + 7) // 8
+    if cur.off + nbytes > cur.end:
+        raise _parser_error(1)
+    value = int.from_bytes(cur.buf[cur.off:cur.off + nbytes], "big")
+    return value >> (nbytes * 8 - width)
+
+
+def lookahead_header(cur: Cursor, cls: type) -> object:
+    probe = Cursor(cur.buf)
+    probe.off = cur.off
+    header = cls()
+    header._ext(probe)  # type: ignore[attr-defined]
+    return header
+
+
+def advance(cur: Cursor, nbits: int) -> None:
+    if nbits % 8:
+        raise ExecutionError("advance by a number of bits that is not a multiple of 8")
+    end = cur.off + nbits // 8
+    if end > cur.end:
+        raise _parser_error(1)
+    cur.off = end
+
+
+def p4_verify(ok: bool, error: int) -> None:
+    if not ok:
+        raise _parser_error(error)
+
+
+def mark_to_drop(sm: object) -> None:
+    sm.egress_spec = 511  # type: ignore[attr-defined]
+    sm.mcast_grp = 0  # type: ignore[attr-defined]
+
+
+def format_log(msg: str, data: object) -> str:
+    values = data if isinstance(data, tuple) else (data,)
+    parts = msg.split("{}")
+    out = parts[0]
+    for i, rest in enumerate(parts[1:]):
+        out += (str(values[i]) if i < len(values) else "{}") + rest
+    return out
+
+
+def _parser_error(code: int) -> Exception:
+    return ParserError(code)

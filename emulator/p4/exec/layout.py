@@ -1,0 +1,307 @@
+"""Python classes for P4 values of aggregate type, generated per program.
+
+A header becomes a class with ``__slots__`` for its validity (``_v``) and its
+fields, plus methods specialised to its layout: ``_ext`` (extract from a
+cursor), ``_emit`` (append bytes), ``_cp`` (copy), ``_eq``. A struct becomes a
+class holding its fields (nested aggregates constructed eagerly). A stack is a
+list of elements plus ``nxt`` (nextIndex). Scalars (bit, int, bool, enum,
+error) are plain Python ints/bools everywhere.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+from emulator.p4.types import (
+    BitsType, BoolType, EnumType, ErrorType, HeaderType, HeaderUnionType,
+    StackType, StructType, TupleType, Type, VarbitType, field_width,
+)
+
+_IDENT = re.compile(r"[^0-9A-Za-z_]")
+
+
+def py_ident(name: str) -> str:
+    """A valid Python identifier for a P4 name (fields may be Python keywords)."""
+    ident = _IDENT.sub("_", name)
+    if keyword.iskeyword(ident) or ident[:1].isdigit() or ident.startswith("_"):
+        ident = "f_" + ident
+    return ident
+
+
+def is_aggregate(t: Type) -> bool:
+    return isinstance(t, (HeaderType, HeaderUnionType, StructType, StackType, TupleType))
+
+
+class Layouts:
+    """Generates and names one Python class per aggregate type of a program.
+
+    ``class_name(t)`` returns the name bound in the generated module;
+    ``source()`` the class definitions (in dependency order)."""
+
+    def __init__(self) -> None:
+        self._names: dict[Type, str] = {}
+        self._chunks: list[str] = []
+
+    def class_name(self, t: Type) -> str:
+        if t in self._names:
+            return self._names[t]
+        if isinstance(t, HeaderType):
+            name = f"H_{py_ident(t.name)}_{len(self._names)}"
+            self._names[t] = name
+            self._chunks.append(_header_class(name, t))
+        elif isinstance(t, HeaderUnionType):
+            for f in t.fields:
+                self.class_name(f.type)
+            name = f"U_{py_ident(t.name)}_{len(self._names)}"
+            self._names[t] = name
+            self._chunks.append(self._union_class(name, t))
+        elif isinstance(t, StructType):
+            for f in t.fields:
+                if is_aggregate(f.type):
+                    self.class_name(f.type)
+            name = f"S_{py_ident(t.name)}_{len(self._names)}"
+            self._names[t] = name
+            self._chunks.append(self._struct_class(name, [(f.name, f.type) for f in t.fields]))
+        elif isinstance(t, TupleType):
+            for e in t.elements:
+                if is_aggregate(e):
+                    self.class_name(e)
+            name = f"T_{len(self._names)}"
+            self._names[t] = name
+            fields = [(f"f{i}", e) for i, e in enumerate(t.elements)]
+            self._chunks.append(self._struct_class(name, fields))
+        elif isinstance(t, StackType):
+            elem = self.class_name(t.element)
+            name = f"K_{py_ident(str(t.element))}_{t.size}_{len(self._names)}"
+            self._names[t] = name
+            self._chunks.append(_stack_class(name, elem, t.size))
+        else:
+            raise TypeError(f"{t} is not an aggregate type")
+        return self._names[t]
+
+    def new_value(self, t: Type) -> str:
+        """Python expression creating a fresh default value of type ``t``
+        (zero for scalars, invalid for headers)."""
+        if is_aggregate(t):
+            return f"{self.class_name(t)}()"
+        if isinstance(t, BoolType):
+            return "False"
+        return "0"
+
+    def names(self) -> dict[Type, str]:
+        return dict(self._names)
+
+    def source(self) -> str:
+        return "\n\n".join(self._chunks)
+
+    def _union_class(self, name: str, t: HeaderUnionType) -> str:
+        slots = [py_ident(f.name) for f in t.fields]
+        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
+        lines.append("    def __init__(self):")
+        for f, s in zip(t.fields, slots):
+            lines.append(f"        self.{s} = {self.class_name(f.type)}()")
+        lines.append("    @property")
+        lines.append("    def _v(self):")
+        lines.append("        return " + " or ".join(f"self.{s}._v" for s in slots))
+        lines.append("    def _cp(self):")
+        lines.append(f"        o = {name}.__new__({name})")
+        for s in slots:
+            lines.append(f"        o.{s} = self.{s}._cp()")
+        lines.append("        return o")
+        lines.append("    def _emit(self, out):")
+        for s in slots:
+            lines.append(f"        if self.{s}._v: self.{s}._emit(out)")
+        lines.append("    def _eq(self, o):")
+        lines.append("        return " + " and ".join(f"self.{s}._eq(o.{s})" for s in slots))
+        lines.append("    def _only(self, keep):")
+        lines.append("        for s in self.__slots__:")
+        lines.append("            h = getattr(self, s)")
+        lines.append("            if h is not keep: h._v = False")
+        return "\n".join(lines)
+
+    def _struct_class(self, name: str, fields: list[tuple[str, Type]]) -> str:
+        slots = [py_ident(n) for n, _ in fields]
+        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
+        lines.append("    def __init__(self):")
+        if not fields:
+            lines.append("        pass")
+        for (_, ft), s in zip(fields, slots):
+            lines.append(f"        self.{s} = {self.new_value(ft)}")
+        lines.append("    def _cp(self):")
+        lines.append(f"        o = {name}.__new__({name})")
+        for (_, ft), s in zip(fields, slots):
+            suffix = "._cp()" if is_aggregate(ft) else ""
+            lines.append(f"        o.{s} = self.{s}{suffix}")
+        lines.append("        return o")
+        lines.append("    def _emit(self, out):")
+        emitted = False
+        for (_, ft), s in zip(fields, slots):
+            if is_aggregate(ft):
+                emitted = True
+                if isinstance(ft, HeaderType):
+                    lines.append(f"        if self.{s}._v: self.{s}._emit(out)")
+                else:
+                    lines.append(f"        self.{s}._emit(out)")
+        if not emitted:
+            lines.append("        pass")
+        lines.append("    def _eq(self, o):")
+        terms = []
+        for (_, ft), s in zip(fields, slots):
+            terms.append(f"self.{s}._eq(o.{s})" if is_aggregate(ft) else f"self.{s} == o.{s}")
+        lines.append("        return " + (" and ".join(terms) if terms else "True"))
+        return "\n".join(lines)
+
+
+def _header_class(name: str, t: HeaderType) -> str:
+    fields = [(py_ident(f.name), f.type) for f in t.fields]
+    slots = ["_v"] + [s for s, _ in fields] + (["_vw"] if t.has_varbit else [])
+    lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
+    lines.append("    def __init__(self):")
+    lines.append("        self._v = False")
+    for s, ft in fields:
+        lines.append(f"        self.{s} = {'False' if isinstance(ft, BoolType) else '0'}")
+    if t.has_varbit:
+        lines.append("        self._vw = 0")
+    lines.append("    def _cp(self):")
+    lines.append(f"        o = {name}.__new__({name})")
+    for s in slots:
+        lines.append(f"        o.{s} = self.{s}")
+    lines.append("        return o")
+    lines.append("    def _eq(self, o):")
+    if fields:
+        body = " and ".join(f"self.{s} == o.{s}" for s, _ in fields)
+        lines.append(f"        if not self._v: return not o._v")
+        lines.append(f"        return o._v and {body}")
+    else:
+        lines.append("        return self._v == o._v")
+    lines.append("    def _inv(self):")
+    lines.append("        self._v = False")
+    lines.extend(_extract_method(t, fields))
+    lines.extend(_emit_method(t, fields))
+    return "\n".join(lines)
+
+
+def _unsigned_to_field(expr: str, ft: Type) -> str:
+    """Convert ``expr`` (an unsigned int of the field's width) to the stored
+    representation of a field of type ``ft``."""
+    if isinstance(ft, BitsType) and ft.signed:
+        half = 1 << (ft.width - 1)
+        return f"((({expr}) + {half}) & {ft.mask}) - {half}"
+    if isinstance(ft, BoolType):
+        return f"(({expr}) != 0)"
+    return expr
+
+
+def _field_to_unsigned(expr: str, ft: Type) -> str:
+    if isinstance(ft, BitsType) and ft.signed:
+        return f"(({expr}) & {ft.mask})"
+    if isinstance(ft, BoolType):
+        return f"int({expr})"
+    return expr
+
+
+def _extract_method(t: HeaderType, fields: list[tuple[str, Type]]) -> list[str]:
+    """``_ext(cur, vbits)``: extract from ``cur.buf`` at ``cur.off`` (bytes);
+    raise ``ParserError(PacketTooShort)`` when the packet is too short.
+    ``vbits`` is the varbit field's width for the two-argument extract."""
+    fixed_bits = t.width
+    lines = ["    def _ext(self, cur, vbits=0):"]
+    if t.has_varbit:
+        lines.append("        if vbits % 8: raise ParserError(ERR_HEADER_TOO_SHORT)")
+        lines.append(f"        nbytes = {fixed_bits // 8} + vbits // 8")
+    else:
+        lines.append(f"        nbytes = {fixed_bits // 8}")
+    lines.append("        o = cur.off")
+    lines.append("        e = o + nbytes")
+    lines.append("        if e > cur.end: raise ParserError(ERR_PACKET_TOO_SHORT)")
+    lines.append("        v = int.from_bytes(cur.buf[o:e], 'big')")
+    total = "(nbytes * 8)" if t.has_varbit else str(fixed_bits)
+    # Walk fields from the most significant end; offsets counted from the
+    # end of the header so shifts are constants except after a varbit.
+    consumed = "0"
+    for s, ft in fields:
+        if isinstance(ft, VarbitType):
+            lines.append(f"        self.{s} = (v >> ({total} - {consumed} - vbits)) & ((1 << vbits) - 1)")
+            lines.append("        self._vw = vbits")
+            consumed = f"({consumed} + vbits)"
+            continue
+        w = field_width(ft)
+        shift = f"{total} - {consumed} - {w}"
+        raw = f"(v >> ({shift})) & {(1 << w) - 1}"
+        lines.append(f"        self.{s} = {_unsigned_to_field(raw, ft)}")
+        consumed = f"({consumed} + {w})" if consumed != "0" else str(w)
+    lines.append("        self._v = True")
+    lines.append("        cur.off = e")
+    return lines
+
+
+def _emit_method(t: HeaderType, fields: list[tuple[str, Type]]) -> list[str]:
+    lines = ["    def _emit(self, out):"]
+    if not fields:
+        lines.append("        pass")
+        return lines
+    parts = []
+    width_expr = "0"
+    for s, ft in fields:
+        if isinstance(ft, VarbitType):
+            parts.append(("var", s, ft))
+        else:
+            parts.append(("fix", s, ft))
+    lines.append("        v = 0")
+    lines.append("        n = 0")
+    for kind, s, ft in parts:
+        if kind == "var":
+            lines.append(f"        v = (v << self._vw) | self.{s}")
+            lines.append("        n += self._vw")
+        else:
+            w = field_width(ft)
+            lines.append(f"        v = (v << {w}) | {_field_to_unsigned('self.' + s, ft)}")
+            lines.append(f"        n += {w}")
+    del width_expr
+    lines.append("        out.append(v.to_bytes(n >> 3, 'big'))")
+    return lines
+
+
+def _stack_class(name: str, elem: str, size: int) -> str:
+    return f"""class {name}:
+    __slots__ = ('hs', 'nxt')
+    size = {size}
+    def __init__(self):
+        self.hs = [{elem}() for _ in range({size})]
+        self.nxt = 0
+    def _cp(self):
+        o = {name}.__new__({name})
+        o.hs = [h._cp() for h in self.hs]
+        o.nxt = self.nxt
+        return o
+    def _emit(self, out):
+        for h in self.hs:
+            if h._v: h._emit(out)
+    def _eq(self, o):
+        return all(a._eq(b) for a, b in zip(self.hs, o.hs))
+    def push_front(self, n):
+        hs = self.hs
+        for i in range({size} - 1, -1, -1):
+            hs[i] = hs[i - n] if i >= n else {elem}()
+        self.nxt = min(self.nxt + n, {size})
+    def pop_front(self, n):
+        hs = self.hs
+        for i in range({size}):
+            hs[i] = hs[i + n] if i + n < {size} else {elem}()
+        self.nxt = max(self.nxt - n, 0)"""
+
+
+def scalar_width(t: Type) -> int:
+    """Width in bits of a scalar value as it is laid out in a key or hash
+    input (bool counts 1, enums their underlying width, error 32? no: error
+    is not allowed in such places by p4c for BMv2)."""
+    if isinstance(t, BitsType):
+        return t.width
+    if isinstance(t, BoolType):
+        return 1
+    if isinstance(t, EnumType) and t.underlying is not None:
+        return t.underlying.width
+    if isinstance(t, (EnumType, ErrorType)):
+        return 32
+    raise TypeError(f"{t} has no width")

@@ -1,0 +1,365 @@
+"""The v1model architecture as BMv2's simple_switch runs it.
+
+:class:`V1ModelPipeline` owns a compiled program and its control-plane state
+(tables, action profiles, registers, counters, meters, value sets, multicast
+groups, clone sessions) and pushes packets through::
+
+    parser → verifyChecksum → ingress → [clone I2E, digest, resubmit,
+    multicast, unicast or drop] → egress → [clone E2E, drop] →
+    computeChecksum → deparser → [recirculate] → out
+
+following ``SimpleSwitch::ingress_thread``/``egress_thread`` step by step
+(instance types, what each copy keeps, field lists). Queueing itself belongs
+to the switch target; here a packet goes from ingress straight to egress.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from emulator.p4 import ir
+from emulator.p4.errors import RuntimeConfigError
+from emulator.p4.exec.blocks import CompiledBlocks, ModuleBuilder
+from emulator.p4.exec.codegen import unsupported
+from emulator.p4.exec.externs import (
+    Counter, Cursor, ExitBlock, HASHES, Meter, PacketContext, ParserError, Register,
+)
+from emulator.p4.exec.layout import scalar_width
+from emulator.p4.exec.state import build_tables, ValueSetState
+from emulator.p4.exec.tables import ActionProfile, Table
+from emulator.p4.exec.v1model_externs import V1ModelLowering
+from emulator.p4.types import EnumType, StructType, find_annotation
+
+DROP_PORT = 511
+# standard_metadata.instance_type values (simple_switch's PktInstanceType).
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+CLONE_I2E, CLONE_E2E = 0, 1
+MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
+
+
+@dataclass
+class Output:
+    port: int
+    data: bytes
+    instance_type: int = NORMAL
+    priority: int = 0
+
+
+@dataclass
+class ProcessResult:
+    outputs: list[Output] = field(default_factory=list)
+    dropped: int = 0
+    digests: list[tuple[str, object]] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CloneSession:
+    """Replicas as (egress port, instance/rid); ``truncate_bytes`` 0 = whole packet."""
+
+    replicas: list[tuple[int, int]]
+    truncate_bytes: int = 0
+    class_of_service: int = 0
+
+
+@dataclass
+class _Pkt:
+    hdr: object
+    meta: object
+    sm: object
+    data: bytes
+    ctx: PacketContext
+
+
+class V1ModelPipeline:
+    def __init__(self, program: ir.Program, *, seed: int = 0, priority_queues: int = 8,
+                 clock_us: Callable[[], float] | None = None) -> None:
+        if program.package.type_name != "V1Switch" or len(program.package.blocks) != 6:
+            raise unsupported(f"package {program.package.type_name} (only V1Switch)")
+        self.program = program
+        self.priority_queues = priority_queues
+        self.rng = random.Random(seed)
+        start = time.monotonic()
+        self._clock_us = clock_us or (lambda: (time.monotonic() - start) * 1e6)
+        (self.parser, self.verify, self.ingress, self.egress, self.compute,
+         self.deparser) = program.package.blocks
+        self.errors = {name: i for i, name in enumerate(program.errors)}
+        self.action_ids = {id(a): i for i, a in enumerate(program.actions)}
+        self.instances: dict[int, object] = {}
+        self.registers: dict[str, Register] = {}
+        self.counters: dict[str, Counter] = {}
+        self.meters: dict[str, Meter] = {}
+        self.profiles: dict[str, ActionProfile] = {}
+        self._make_instances()
+        self.tables: dict[str, Table] = {}
+        tables_by_ir = build_tables(program, self.action_ids, self.instances, self.profiles)
+        for t in program.tables:
+            self.tables[t.name] = tables_by_ir[id(t)]
+        self.value_sets = {vs.name: ValueSetState(vs.name, vs.size) for vs in program.value_sets}
+        vs_by_ir = {id(vs): self.value_sets[vs.name] for vs in program.value_sets}
+        lowering = V1ModelLowering(self.instances, self.action_ids)
+        self.compiled: CompiledBlocks = ModuleBuilder(
+            program, lowering, tables_by_ir, vs_by_ir, self.errors).build()
+        fns = self.compiled.action_fns
+        for table in self.tables.values():
+            table.bind(fns)  # type: ignore[arg-type]
+        self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
+        self.clone_sessions: dict[int, CloneSession] = {}
+        self._types = self._block_param_types()
+        self._field_lists = self._collect_field_lists()
+
+    # ---- construction ------------------------------------------------------------
+    def _make_instances(self) -> None:
+        for inst in self.program.instances:
+            kind = inst.type.name
+            args = [a.value if isinstance(a, ir.Const) else None for a in inst.ctor_args]
+            if kind == "register":
+                width = scalar_width(inst.type.type_args[0]) if inst.type.type_args else 32
+                obj: object = Register(inst.name, int(args[0]), width)  # type: ignore[arg-type]
+                self.registers[inst.name] = obj  # type: ignore[assignment]
+            elif kind == "counter":
+                obj = Counter(inst.name, int(args[0]), _enum_name(inst.ctor_args[1]))  # type: ignore[arg-type]
+                self.counters[inst.name] = obj  # type: ignore[assignment]
+            elif kind == "meter":
+                obj = Meter(inst.name, int(args[0]), _enum_name(inst.ctor_args[1]))  # type: ignore[arg-type]
+                self.meters[inst.name] = obj  # type: ignore[assignment]
+            elif kind == "direct_meter":
+                obj = Meter(inst.name, 0, _enum_name(inst.ctor_args[0]))
+                self.meters[inst.name] = obj  # type: ignore[assignment]
+            elif kind in ("action_profile", "action_selector"):
+                if kind == "action_profile":
+                    obj = ActionProfile(inst.name, int(args[0]), None)  # type: ignore[arg-type]
+                else:
+                    algo = _enum_name(inst.ctor_args[0])
+                    if algo not in HASHES:
+                        raise unsupported(f"action_selector with HashAlgorithm.{algo}")
+                    obj = ActionProfile(inst.name, int(args[1]), HASHES[algo],  # type: ignore[arg-type]
+                                        int(args[2]))  # type: ignore[arg-type]
+                self.profiles[inst.name] = obj  # type: ignore[assignment]
+            elif kind == "direct_counter":
+                obj = inst
+            else:
+                continue
+            self.instances[id(inst)] = obj
+
+    def _block_param_types(self) -> dict[str, object]:
+        params = self.parser.params
+        if len(params) != 4:
+            raise unsupported("a V1Switch parser without (packet_in, out H, inout M, inout standard_metadata_t)")
+        return {"hdr": params[1].type, "meta": params[2].type, "sm": params[3].type}
+
+    def _collect_field_lists(self) -> dict[int, list[str]]:
+        """Field-list index → names of user-metadata fields annotated
+        ``@field_list(index, …)`` (the fields resubmit/recirculate/clone keep)."""
+        lists: dict[int, list[str]] = {}
+        meta_t = self._types["meta"]
+        if isinstance(meta_t, StructType):
+            for f in meta_t.fields:
+                ann = find_annotation(f.annotations, "field_list")
+                if ann is None:
+                    continue
+                for index in ann.args:
+                    lists.setdefault(int(index), []).append(f.name)  # type: ignore[call-overload]
+        return lists
+
+    # ---- control plane ------------------------------------------------------------
+    def table(self, name: str) -> Table:
+        table = self.tables.get(name)
+        if table is None:
+            raise RuntimeConfigError(f"unknown table {name!r}; tables: {', '.join(sorted(self.tables))}")
+        return table
+
+    def set_multicast_group(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
+        self.multicast_groups[group_id] = list(replicas)
+
+    def set_clone_session(self, session_id: int, session: CloneSession) -> None:
+        self.clone_sessions[session_id] = session
+
+    # ---- data plane -----------------------------------------------------------------
+    def process(self, port: int, data: bytes) -> ProcessResult:
+        """Run one packet received on ``port``; returns what leaves the switch."""
+        result = ProcessResult()
+        work: list[tuple[str, object]] = [("in", (port, data, NORMAL, {}))]
+        passes = 0
+        while work:
+            stage, item = work.pop(0)
+            passes += 1
+            if passes > MAX_PASSES * 4:
+                result.dropped += 1
+                break
+            if stage == "in":
+                self._ingress(*item, result=result, work=work)  # type: ignore[misc]
+            else:
+                self._egress(*item, result=result, work=work)  # type: ignore[misc]
+        return result
+
+    def _new(self, key: str) -> object:
+        return self.compiled.class_for(self._types[key])()  # type: ignore[operator,arg-type]
+
+    def _run(self, block: ir.Control | ir.Parser, ctx: PacketContext, *values: object) -> list[object]:
+        frame = self.compiled.frame(block)
+        frame._ctx = ctx  # type: ignore[attr-defined]
+        slots = self.compiled.param_slots[id(block)]
+        for slot, value in zip(slots, values):
+            setattr(frame, slot, value)
+        try:
+            self.compiled.run(block, frame)
+        except ExitBlock:
+            pass
+        return [getattr(frame, slot) for slot in slots]
+
+    def _parse(self, data: bytes, ctx: PacketContext, hdr: object, meta: object,
+               sm: object) -> tuple[object, object, object, bytes]:
+        cur = Cursor(data)
+        frame = self.compiled.frame(self.parser)
+        frame._ctx = ctx  # type: ignore[attr-defined]
+        slots = self.compiled.param_slots[id(self.parser)]
+        for slot, value in zip(slots, (cur, hdr, meta, sm)):
+            setattr(frame, slot, value)
+        try:
+            self.compiled.run(self.parser, frame)
+        except ParserError as exc:
+            if exc.args and exc.args[0] is not None:
+                sm = getattr(frame, slots[3])
+                sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
+        _, hdr, meta, sm = (getattr(frame, s) for s in slots)
+        return hdr, meta, sm, data[cur.off:]
+
+    def _ingress(self, port: int, data: bytes, instance_type: int, preserved: dict[str, int],
+                 *, result: ProcessResult, work: list) -> None:
+        now = self._clock_us()
+        ctx = PacketContext(len(data), now, self.rng)
+        hdr, meta, sm = self._new("hdr"), self._new("meta"), self._new("sm")
+        for name, value in preserved.items():
+            setattr(meta, name, value)
+        sm.ingress_port = port  # type: ignore[attr-defined]
+        sm.instance_type = instance_type  # type: ignore[attr-defined]
+        sm.packet_length = len(data)  # type: ignore[attr-defined]
+        sm.ingress_global_timestamp = int(now) & ((1 << 48) - 1)  # type: ignore[attr-defined]
+        ctx.sm = sm
+        hdr, meta, sm, payload = self._parse(data, ctx, hdr, meta, sm)
+        ctx.payload = payload
+        hdr, meta = self._run(self.verify, ctx, hdr, meta)
+        sm.checksum_error = ctx.checksum_error  # type: ignore[attr-defined]
+        hdr, meta, sm = self._run(self.ingress, ctx, hdr, meta, sm)
+        result.digests.extend(ctx.digests)
+        result.logs.extend(ctx.logs)
+        if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
+            self._clone_i2e(port, data, ctx, meta, result, work)
+        if ctx.resubmit is not None:
+            work.append(("in", (port, data, RESUBMIT, self._keep(meta, ctx.resubmit))))
+            return
+        mgid = sm.mcast_grp  # type: ignore[attr-defined]
+        if mgid:
+            sm.instance_type = REPLICATION  # type: ignore[attr-defined]
+            self._replicate(mgid, _Pkt(hdr, meta, sm, payload, ctx), work, result)
+            return
+        egress_spec = sm.egress_spec  # type: ignore[attr-defined]
+        if egress_spec == DROP_PORT:
+            result.dropped += 1
+            return
+        sm.instance_type = NORMAL  # type: ignore[attr-defined]
+        work.append(("out", (egress_spec, _Pkt(hdr, meta, sm, payload, ctx))))
+
+    def _keep(self, meta: object, field_list: int) -> dict[str, int]:
+        return {name: getattr(meta, name) for name in self._field_lists.get(field_list, ())}
+
+    def _replicate(self, mgid: int, pkt: _Pkt, work: list, result: ProcessResult) -> None:
+        replicas = self.multicast_groups.get(mgid)
+        if not replicas:
+            result.dropped += 1
+            return
+        for egress_port, rid in replicas:
+            sm = pkt.sm._cp()  # type: ignore[attr-defined]
+            sm.egress_rid = rid
+            copy = _Pkt(pkt.hdr._cp(), pkt.meta._cp(), sm, pkt.data, pkt.ctx)  # type: ignore[attr-defined]
+            work.append(("out", (egress_port, copy)))
+
+    def _clone_i2e(self, port: int, data: bytes, ctx: PacketContext, meta: object,
+                   result: ProcessResult, work: list) -> None:
+        _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
+        session = self.clone_sessions.get(session_id)
+        if session is None:
+            return
+        cctx = PacketContext(len(data), ctx.now_us, self.rng)
+        hdr, cmeta, sm = self._new("hdr"), self._new("meta"), self._new("sm")
+        sm.ingress_port = port  # type: ignore[attr-defined]
+        cctx.sm = sm
+        hdr, _m, _s, payload = self._parse(data, cctx, hdr, cmeta, sm)
+        cctx.payload = payload
+        meta_copy = self._new("meta")
+        for name, value in self._keep(meta, field_list).items():
+            setattr(meta_copy, name, value)
+        sm = self._new("sm")
+        sm.instance_type = INGRESS_CLONE  # type: ignore[attr-defined]
+        cctx.sm = sm
+        cctx.truncate = session.truncate_bytes or None
+        self._send_clone(session, _Pkt(hdr, meta_copy, sm, payload, cctx), work)
+
+    def _send_clone(self, session: CloneSession, pkt: _Pkt, work: list) -> None:
+        for i, (egress_port, rid) in enumerate(session.replicas):
+            last = i == len(session.replicas) - 1
+            sm = pkt.sm if last else pkt.sm._cp()  # type: ignore[attr-defined]
+            sm.egress_rid = rid if len(session.replicas) > 1 else 0
+            hdr = pkt.hdr if last else pkt.hdr._cp()  # type: ignore[attr-defined]
+            meta = pkt.meta if last else pkt.meta._cp()  # type: ignore[attr-defined]
+            work.append(("out", (egress_port, _Pkt(hdr, meta, sm, pkt.data, pkt.ctx))))
+
+    def _egress(self, port: int, pkt: _Pkt, *, result: ProcessResult, work: list) -> None:
+        sm = pkt.sm
+        priority = sm.priority  # type: ignore[attr-defined]
+        if priority >= self.priority_queues:
+            result.dropped += 1
+            return
+        now = self._clock_us()
+        ctx = PacketContext(pkt.ctx.length, now, self.rng)
+        ctx.payload = pkt.data
+        ctx.sm = sm
+        ctx.truncate = pkt.ctx.truncate
+        ctx.meter_color = {}
+        sm.enq_timestamp = int(now) & 0xFFFFFFFF  # type: ignore[attr-defined]
+        sm.enq_qdepth = 0  # type: ignore[attr-defined]
+        sm.deq_timedelta = 0  # type: ignore[attr-defined]
+        sm.deq_qdepth = 0  # type: ignore[attr-defined]
+        sm.egress_global_timestamp = int(now) & ((1 << 48) - 1)  # type: ignore[attr-defined]
+        sm.egress_port = port  # type: ignore[attr-defined]
+        sm.egress_spec = (DROP_PORT + 1) & 0x1FF  # type: ignore[attr-defined]
+        sm.packet_length = pkt.ctx.length  # type: ignore[attr-defined]
+        hdr, meta, sm = self._run(self.egress, ctx, pkt.hdr, pkt.meta, sm)
+        result.digests.extend(ctx.digests)
+        result.logs.extend(ctx.logs)
+        if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
+            _kind, session_id, field_list = ctx.clone
+            session = self.clone_sessions.get(session_id)
+            if session is not None:
+                cmeta = self._new("meta")
+                for name, value in self._keep(meta, field_list).items():
+                    setattr(cmeta, name, value)
+                csm = self._new("sm")
+                csm.instance_type = EGRESS_CLONE  # type: ignore[attr-defined]
+                cctx = PacketContext(pkt.ctx.length, now, self.rng)
+                cctx.truncate = session.truncate_bytes or None
+                self._send_clone(session, _Pkt(hdr._cp(), cmeta, csm, pkt.data, cctx), work)  # type: ignore[attr-defined]
+        if sm.egress_spec == DROP_PORT:  # type: ignore[attr-defined]
+            result.dropped += 1
+            return
+        hdr, meta = self._run(self.compute, ctx, hdr, meta)
+        out: list[bytes] = []
+        self._run(self.deparser, ctx, out, hdr)
+        data = b"".join(out) + pkt.data
+        if ctx.truncate:
+            data = data[:ctx.truncate]
+        if ctx.recirculate is not None:
+            preserved = self._keep(meta, ctx.recirculate)
+            work.append(("in", (sm.ingress_port, data, RECIRC, preserved)))  # type: ignore[attr-defined]
+            return
+        result.outputs.append(Output(port, data, sm.instance_type, priority))  # type: ignore[attr-defined]
+
+
+def _enum_name(arg: ir.Expr) -> str:
+    if isinstance(arg, ir.Const) and isinstance(arg.type, EnumType):
+        return arg.type.members[int(arg.value)]  # type: ignore[call-overload]
+    raise unsupported("an extern constructor argument that is not an enum constant")

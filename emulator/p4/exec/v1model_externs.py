@@ -1,0 +1,256 @@
+"""Lowers v1model extern calls (packet_in/packet_out methods, mark_to_drop,
+hash, registers, counters, meters, checksums, clone, digest …) to Python.
+
+Each lowering returns one line of code; lines it needs before that go to
+``gen.pre``. Extern objects are bound into the generated module under their
+control-plane names.
+"""
+
+from __future__ import annotations
+
+from emulator.p4 import ir
+from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
+from emulator.p4.exec.layout import is_aggregate, scalar_width
+from emulator.p4.types import (
+    BitsType, BoolType, EnumType, HeaderType, HeaderUnionType, StackType, StructType,
+)
+
+
+class V1ModelLowering:
+    """``instances``: id(ir.Instance) → run-time object (Register, Counter …)."""
+
+    def __init__(self, instances: dict[int, object], action_ids: dict[int, int]) -> None:
+        self.instances = instances
+        self.action_ids = action_ids
+
+    def lower(self, gen: Codegen, call: ir.ExternCall) -> str:
+        target = call.target
+        if target is None:
+            method = getattr(self, "_f_" + call.method, None)
+            if method is None:
+                raise unsupported(f"extern function {call.method}", call.loc)
+            return method(gen, call)
+        if isinstance(target, ir.Instance):
+            kind = target.type.name
+            obj = gen.bind(gen.name_of(target, "X", target.local_name), self.instances.get(id(target)))
+        else:
+            kind = getattr(target.type, "name", "")
+            obj = gen.expr(target)
+        method = getattr(self, f"_m_{kind}_{call.method}", None)
+        if method is None:
+            raise unsupported(f"method {call.method} of {kind}", call.loc)
+        return method(gen, call, obj)
+
+    # ---- helpers -------------------------------------------------------------
+    def _out(self, gen: Codegen, lhs: ir.Expr, value: str) -> str:
+        lines = gen.assign_lines(lhs, value, fresh=True)
+        gen.pre.extend(lines[:-1])
+        return lines[-1]
+
+    def _pack(self, gen: Codegen, data: ir.Expr) -> str:
+        """Python expression for the BMv2 byte buffer of a field list."""
+        parts: list[tuple[str, int, str | None]] = []
+        _flatten(gen, data, None, parts)
+        if all(valid is None for _, _, valid in parts):
+            return "pack_bits((" + "".join(f"({c}, {w}), " for c, w, _ in parts) + "))"
+        items = "".join(f"({c}, {w}, {v or 'True'}), " for c, w, v in parts)
+        return f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
+
+    @staticmethod
+    def _algo(call: ir.ExternCall, index: int) -> str:
+        arg = call.args[index]
+        if not isinstance(arg, ir.Const) or not isinstance(arg.type, EnumType):
+            raise unsupported("a hash algorithm that is not a constant", call.loc)
+        name = arg.type.members[int(arg.value)]  # type: ignore[call-overload]
+        if name in ("random", "crc8", "crc64", "toeplitz"):
+            raise unsupported(f"HashAlgorithm.{name}", call.loc)
+        return name
+
+    # ---- packet_in / packet_out ------------------------------------------------
+    def _m_packet_in_extract(self, gen: Codegen, call: ir.ExternCall, cur: str) -> str:
+        dest = call.args[0]
+        vbits = f", {gen.expr(call.args[1])}" if len(call.args) > 1 else ""
+        if isinstance(dest, ir.StackNext):
+            stack = gen.expr(dest.base)
+            tmp = gen.fresh("stk")
+            gen.pre.append(f"{tmp} = {stack}")
+            gen.pre.append(f"stack_next({tmp})._ext({cur}{vbits})")
+            return f"{tmp}.nxt += 1"
+        code = gen.expr(dest)
+        if isinstance(dest, ir.Member) and isinstance(dest.base.type, HeaderUnionType):
+            gen.pre.append(f"{code}._ext({cur}{vbits})")
+            return f"{gen.expr(dest.base)}._only({code})"
+        return f"{code}._ext({cur}{vbits})"
+
+    def _m_packet_in_lookahead(self, gen: Codegen, call: ir.ExternCall, cur: str) -> str:
+        t = call.type
+        if isinstance(t, HeaderType):
+            cls = gen.layouts.class_name(t)
+            return f"lookahead_header({cur}, {cls})"
+        b = bits_of(t)
+        if b is None and not isinstance(t, BoolType):
+            raise unsupported(f"lookahead of {t}", call.loc)
+        width = scalar_width(t)
+        code = f"lookahead_bits({cur}, {width})"
+        if isinstance(t, BoolType):
+            return f"({code} != 0)"
+        return fit(code, t) if b is not None and b.signed else code
+
+    def _m_packet_in_advance(self, gen: Codegen, call: ir.ExternCall, cur: str) -> str:
+        return f"advance({cur}, {gen.expr(call.args[0])})"
+
+    def _m_packet_in_length(self, gen: Codegen, call: ir.ExternCall, cur: str) -> str:
+        return f"{cur}.end"
+
+    def _m_packet_out_emit(self, gen: Codegen, call: ir.ExternCall, out: str) -> str:
+        value = call.args[0]
+        code = gen.expr(value)
+        if isinstance(value.type, HeaderType):
+            return f"{code}._v and {code}._emit({out})"
+        if isinstance(value.type, (StructType, StackType, HeaderUnionType)):
+            return f"{code}._emit({out})"
+        raise unsupported(f"emit of {value.type}", call.loc)
+
+    # ---- extern functions --------------------------------------------------------
+    def _f_verify(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return f"p4_verify({gen.expr(call.args[0])}, {gen.expr(call.args[1])})"
+
+    def _f_mark_to_drop(self, gen: Codegen, call: ir.ExternCall) -> str:
+        sm = gen.expr(call.args[0]) if call.args else "F._ctx.sm"
+        return f"mark_to_drop({sm})"
+
+    def _f_hash(self, gen: Codegen, call: ir.ExternCall) -> str:
+        result, _algo, base, data, max_value = call.args
+        algo = self._algo(call, 1)
+        value = (f"hash_with_offset(HASHES[{algo!r}]({self._pack(gen, data)}), "
+                 f"{gen.expr(base)}, {gen.expr(max_value)})")
+        return self._out(gen, result, fit(value, result.type))
+
+    def _f_random(self, gen: Codegen, call: ir.ExternCall) -> str:
+        result, lo, hi = call.args
+        value = f"F._ctx.rng.randint({gen.expr(lo)}, max({gen.expr(lo)}, {gen.expr(hi)}))"
+        return self._out(gen, result, fit(value, result.type))
+
+    def _f_digest(self, gen: Codegen, call: ir.ExternCall) -> str:
+        data = call.args[1]
+        name = getattr(call.type_args[0], "name", "digest") if call.type_args else str(data.type)
+        values = gen.expr(data)
+        if is_aggregate(data.type) and not isinstance(data, (ir.StructExpr, ir.ListExpr)):
+            values = f"{values}._cp()"
+        return f"F._ctx.digests.append(({name!r}, {values}))"
+
+    def _clone(self, gen: Codegen, call: ir.ExternCall, field_list: str) -> str:
+        kind = gen.expr(call.args[0])
+        session = gen.expr(call.args[1])
+        return f"F._ctx.clone = ({kind}, {session}, {field_list})"
+
+    def _f_clone(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return self._clone(gen, call, "0")
+
+    def _f_clone_preserving_field_list(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return self._clone(gen, call, gen.expr(call.args[2]))
+
+    def _f_resubmit_preserving_field_list(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return f"F._ctx.resubmit = {gen.expr(call.args[0])}"
+
+    def _f_recirculate_preserving_field_list(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return f"F._ctx.recirculate = {gen.expr(call.args[0])}"
+
+    def _f_truncate(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return f"F._ctx.truncate = {gen.expr(call.args[0])}"
+
+    def _f_assert(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return f"p4_assert({gen.expr(call.args[0])}, 'assert')"
+
+    def _f_assume(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return f"p4_assert({gen.expr(call.args[0])}, 'assume')"
+
+    def _f_log_msg(self, gen: Codegen, call: ir.ExternCall) -> str:
+        msg = gen.expr(call.args[0])
+        if len(call.args) > 1:
+            return f"F._ctx.logs.append(format_log({msg}, {gen.expr(call.args[1])}))"
+        return f"F._ctx.logs.append({msg})"
+
+    def _checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool) -> str:
+        cond, data, checksum, _algo = call.args
+        algo = self._algo(call, 3)
+        packed = self._pack(gen, data) + (" + F._ctx.payload" if payload else "")
+        return f"HASHES[{algo!r}]({packed})", gen.expr(cond), checksum  # type: ignore[return-value]
+
+    def _f_verify_checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool = False) -> str:
+        computed, cond, checksum = self._checksum(gen, call, payload)  # type: ignore[misc]
+        b = bits_of(checksum.type)
+        width_mask = b.mask if b is not None else 0xFFFF
+        return (f"F._ctx.checksum_error |= int(bool({cond}) and "
+                f"({computed} & {width_mask}) != {unsigned(gen.expr(checksum), checksum.type)})")
+
+    def _f_verify_checksum_with_payload(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return self._f_verify_checksum(gen, call, payload=True)
+
+    def _f_update_checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool = False) -> str:
+        computed, cond, checksum = self._checksum(gen, call, payload)  # type: ignore[misc]
+        current = gen.expr(checksum)
+        return self._out(gen, checksum, f"({fit(computed, checksum.type)} if {cond} else {current})")
+
+    def _f_update_checksum_with_payload(self, gen: Codegen, call: ir.ExternCall) -> str:
+        return self._f_update_checksum(gen, call, payload=True)
+
+    # ---- extern objects ----------------------------------------------------------
+    def _m_register_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
+        result, index = call.args
+        return self._out(gen, result, f"{obj}.read({gen.expr(index)}, {gen.expr(result)})")
+
+    def _m_register_write(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
+        index, value = call.args
+        return f"{obj}.write({gen.expr(index)}, {gen.expr(value)})"
+
+    def _m_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
+        return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
+
+    def _m_direct_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
+        return "pass"  # the table counts its hits itself, as BMv2 does
+
+    def _m_meter_execute_meter(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
+        index, result = call.args
+        return self._out(gen, result, fit(f"{obj}.execute({gen.expr(index)}, F._ctx)", result.type))
+
+    def _m_direct_meter_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
+        (result,) = call.args
+        key = id(call.target)
+        return self._out(gen, result, fit(f"F._ctx.meter_color.get({key}, 0)", result.type))
+
+
+def _flatten(gen: Codegen, e: ir.Expr, valid: str | None,
+             out: list[tuple[str, int, str | None]]) -> None:
+    """Append (code, width, validity) for every scalar in a field list."""
+    t = e.type
+    if isinstance(e, (ir.ListExpr,)):
+        for x in e.elements:
+            _flatten(gen, x, valid, out)
+        return
+    if isinstance(e, ir.StructExpr):
+        for _name, x in e.fields:
+            _flatten(gen, x, valid, out)
+        return
+    if isinstance(t, HeaderType):
+        code = gen.expr(e)
+        for f in t.fields:
+            sub = ir.Member(f.type, e, f.name)
+            _flatten(gen, sub, f"{code}._v", out)
+        return
+    if isinstance(t, StructType):
+        for f in t.fields:
+            _flatten(gen, ir.Member(f.type, e, f.name), valid, out)
+        return
+    if isinstance(e, ir.Member) and isinstance(e.base.type, HeaderType) and valid is None:
+        valid = f"{gen.expr(e.base)}._v"
+    if isinstance(t, BoolType):
+        out.append((f"int({gen.expr(e)})", 1, valid))
+        return
+    b = bits_of(t)
+    if b is None:
+        raise unsupported(f"{t} in a field list")
+    out.append((unsigned(gen.expr(e), t), b.width, valid))
+
+
+__all__ = ["V1ModelLowering", "BitsType"]
