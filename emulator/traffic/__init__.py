@@ -1,0 +1,1 @@
+"""hosts: RoCEv2 layers, NIC agent, collective generators"""
