@@ -11,7 +11,9 @@ from typing import Callable, Sequence
 # Command group name -> module under emulator.cli that defines
 # ``register(subparsers)``; the module adds its own sub-commands and sets
 # ``func`` on the parsed namespace.
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "topo": "emulator.cli.topo",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -49,11 +49,35 @@ class Output:
 
 
 @dataclass
+class QueueInfo:
+    """What the traffic manager tells egress about the packet's queue
+    (BMv2's queueing metadata): depths in packets of the packet's own
+    priority queue, times in microseconds."""
+
+    enq_qdepth: int = 0
+    deq_qdepth: int = 0
+    enq_timestamp_us: float | None = None
+
+
+@dataclass
+class EgressItem:
+    """A packet between ingress and egress: the traffic manager queues it
+    on (``port``, ``priority``); ``length`` is its ingress length in bytes."""
+
+    port: int
+    priority: int
+    length: int
+    pkt: "_Pkt"
+
+
+@dataclass
 class ProcessResult:
     outputs: list[Output] = field(default_factory=list)
     dropped: int = 0
     digests: list[tuple[str, object]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    queued: list[EgressItem] = field(default_factory=list)
+    recirculate: list[tuple[int, bytes, int, dict]] = field(default_factory=list)
 
 
 @dataclass
@@ -84,8 +108,8 @@ class V1ModelPipeline:
         self.rng = random.Random(seed)
         start = time.monotonic()
         self._clock_us = clock_us or (lambda: (time.monotonic() - start) * 1e6)
-        (self.parser, self.verify, self.ingress, self.egress, self.compute,
-         self.deparser) = program.package.blocks
+        (self.parser_block, self.verify_block, self.ingress_block, self.egress_block,
+         self.compute_block, self.deparser_block) = program.package.blocks
         self.errors = {name: i for i, name in enumerate(program.errors)}
         self.action_ids = {id(a): i for i, a in enumerate(program.actions)}
         self.instances: dict[int, object] = {}
@@ -146,7 +170,7 @@ class V1ModelPipeline:
             self.instances[id(inst)] = obj
 
     def _block_param_types(self) -> dict[str, object]:
-        params = self.parser.params
+        params = self.parser_block.params
         if len(params) != 4:
             raise unsupported("a V1Switch parser without (packet_in, out H, inout M, inout standard_metadata_t)")
         return {"hdr": params[1].type, "meta": params[2].type, "sm": params[3].type}
@@ -180,20 +204,66 @@ class V1ModelPipeline:
 
     # ---- data plane -----------------------------------------------------------------
     def process(self, port: int, data: bytes) -> ProcessResult:
-        """Run one packet received on ``port``; returns what leaves the switch."""
+        """Run one packet received on ``port`` through ingress and egress
+        with no queueing; returns what leaves the switch."""
+        total = ProcessResult()
+        pending = [(port, data, NORMAL, {})]
+        passes = 0
+        while pending:
+            passes += 1
+            if passes > MAX_PASSES:
+                total.dropped += len(pending)
+                break
+            in_port, in_data, itype, preserved = pending.pop(0)
+            queued = self._merge(total, self.ingress(in_port, in_data, itype, preserved))
+            while queued:
+                res = self.egress(queued.pop(0))
+                queued.extend(self._merge(total, res))
+                pending.extend(res.recirculate)
+        return total
+
+    @staticmethod
+    def _merge(total: ProcessResult, res: ProcessResult) -> list[EgressItem]:
+        total.outputs.extend(res.outputs)
+        total.dropped += res.dropped
+        total.digests.extend(res.digests)
+        total.logs.extend(res.logs)
+        return list(res.queued)
+
+    def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
+                preserved: dict[str, int] | None = None) -> ProcessResult:
+        """Parser, checksum verification and ingress for one packet, then the
+        hand-off: ``result.queued`` holds what goes to egress queues (clones,
+        multicast copies, the packet itself); resubmits are run here."""
         result = ProcessResult()
-        work: list[tuple[str, object]] = [("in", (port, data, NORMAL, {}))]
+        work: list[tuple[str, object]] = [("in", (port, data, instance_type, preserved or {}))]
         passes = 0
         while work:
             stage, item = work.pop(0)
+            if stage == "out":
+                egress_port, pkt = item  # type: ignore[misc]
+                result.queued.append(EgressItem(egress_port, pkt.sm.priority, pkt.ctx.length, pkt))
+                continue
             passes += 1
-            if passes > MAX_PASSES * 4:
+            if passes > MAX_PASSES:
                 result.dropped += 1
-                break
-            if stage == "in":
-                self._ingress(*item, result=result, work=work)  # type: ignore[misc]
+                continue
+            self._ingress(*item, result=result, work=work)  # type: ignore[misc]
+        return result
+
+    def egress(self, item: "EgressItem", queue: QueueInfo | None = None) -> ProcessResult:
+        """Egress, egress cloning and deparsing for a packet leaving its
+        queue. ``result.queued`` holds E2E clones (to be queued again),
+        ``result.recirculate`` packets to feed back into :meth:`ingress`."""
+        result = ProcessResult()
+        work: list[tuple[str, object]] = []
+        self._egress(item.port, item.pkt, queue or QueueInfo(), result=result, work=work)
+        for stage, entry in work:
+            if stage == "out":
+                egress_port, pkt = entry  # type: ignore[misc]
+                result.queued.append(EgressItem(egress_port, pkt.sm.priority, pkt.ctx.length, pkt))
             else:
-                self._egress(*item, result=result, work=work)  # type: ignore[misc]
+                result.recirculate.append(entry)  # type: ignore[arg-type]
         return result
 
     def _new(self, key: str) -> object:
@@ -214,13 +284,13 @@ class V1ModelPipeline:
     def _parse(self, data: bytes, ctx: PacketContext, hdr: object, meta: object,
                sm: object) -> tuple[object, object, object, bytes]:
         cur = Cursor(data)
-        frame = self.compiled.frame(self.parser)
+        frame = self.compiled.frame(self.parser_block)
         frame._ctx = ctx  # type: ignore[attr-defined]
-        slots = self.compiled.param_slots[id(self.parser)]
+        slots = self.compiled.param_slots[id(self.parser_block)]
         for slot, value in zip(slots, (cur, hdr, meta, sm)):
             setattr(frame, slot, value)
         try:
-            self.compiled.run(self.parser, frame)
+            self.compiled.run(self.parser_block, frame)
         except ParserError as exc:
             if exc.args and exc.args[0] is not None:
                 sm = getattr(frame, slots[3])
@@ -242,9 +312,9 @@ class V1ModelPipeline:
         ctx.sm = sm
         hdr, meta, sm, payload = self._parse(data, ctx, hdr, meta, sm)
         ctx.payload = payload
-        hdr, meta = self._run(self.verify, ctx, hdr, meta)
+        hdr, meta = self._run(self.verify_block, ctx, hdr, meta)
         sm.checksum_error = ctx.checksum_error  # type: ignore[attr-defined]
-        hdr, meta, sm = self._run(self.ingress, ctx, hdr, meta, sm)
+        hdr, meta, sm = self._run(self.ingress_block, ctx, hdr, meta, sm)
         result.digests.extend(ctx.digests)
         result.logs.extend(ctx.logs)
         if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
@@ -308,7 +378,8 @@ class V1ModelPipeline:
             meta = pkt.meta if last else pkt.meta._cp()  # type: ignore[attr-defined]
             work.append(("out", (egress_port, _Pkt(hdr, meta, sm, pkt.data, pkt.ctx))))
 
-    def _egress(self, port: int, pkt: _Pkt, *, result: ProcessResult, work: list) -> None:
+    def _egress(self, port: int, pkt: _Pkt, queue: QueueInfo, *, result: ProcessResult,
+                work: list) -> None:
         sm = pkt.sm
         priority = sm.priority  # type: ignore[attr-defined]
         if priority >= self.priority_queues:
@@ -320,15 +391,16 @@ class V1ModelPipeline:
         ctx.sm = sm
         ctx.truncate = pkt.ctx.truncate
         ctx.meter_color = {}
-        sm.enq_timestamp = int(now) & 0xFFFFFFFF  # type: ignore[attr-defined]
-        sm.enq_qdepth = 0  # type: ignore[attr-defined]
-        sm.deq_timedelta = 0  # type: ignore[attr-defined]
-        sm.deq_qdepth = 0  # type: ignore[attr-defined]
+        enq_us = now if queue.enq_timestamp_us is None else queue.enq_timestamp_us
+        sm.enq_timestamp = int(enq_us) & 0xFFFFFFFF  # type: ignore[attr-defined]
+        sm.enq_qdepth = queue.enq_qdepth & 0x7FFFF  # type: ignore[attr-defined]
+        sm.deq_timedelta = int(now - enq_us) & 0xFFFFFFFF  # type: ignore[attr-defined]
+        sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF  # type: ignore[attr-defined]
         sm.egress_global_timestamp = int(now) & ((1 << 48) - 1)  # type: ignore[attr-defined]
         sm.egress_port = port  # type: ignore[attr-defined]
         sm.egress_spec = (DROP_PORT + 1) & 0x1FF  # type: ignore[attr-defined]
         sm.packet_length = pkt.ctx.length  # type: ignore[attr-defined]
-        hdr, meta, sm = self._run(self.egress, ctx, pkt.hdr, pkt.meta, sm)
+        hdr, meta, sm = self._run(self.egress_block, ctx, pkt.hdr, pkt.meta, sm)
         result.digests.extend(ctx.digests)
         result.logs.extend(ctx.logs)
         if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
@@ -346,15 +418,15 @@ class V1ModelPipeline:
         if sm.egress_spec == DROP_PORT:  # type: ignore[attr-defined]
             result.dropped += 1
             return
-        hdr, meta = self._run(self.compute, ctx, hdr, meta)
+        hdr, meta = self._run(self.compute_block, ctx, hdr, meta)
         out: list[bytes] = []
-        self._run(self.deparser, ctx, out, hdr)
+        self._run(self.deparser_block, ctx, out, hdr)
         data = b"".join(out) + pkt.data
         if ctx.truncate:
             data = data[:ctx.truncate]
         if ctx.recirculate is not None:
             preserved = self._keep(meta, ctx.recirculate)
-            work.append(("in", (sm.ingress_port, data, RECIRC, preserved)))  # type: ignore[attr-defined]
+            work.append(("recirc", (sm.ingress_port, data, RECIRC, preserved)))  # type: ignore[attr-defined]
             return
         result.outputs.append(Output(port, data, sm.instance_type, priority))  # type: ignore[attr-defined]
 

@@ -1,0 +1,187 @@
+"""The topology model: servers, GPUs (one NIC each), switches, ports, links.
+
+Everything here is plain, immutable data built by :mod:`emulator.topology.build`.
+Conventions the other layers rely on:
+
+- A server is one Mininet host. GPU ``r`` of server ``s`` is ``srv{s}/gpu{r}``;
+  its NIC is the host's ``eth{r}`` (host ports count from 0, as in Mininet).
+- Switch ports count from 1: ports facing down (hosts in server then GPU
+  order, then lower-tier switches) first, then ports facing up, each group in
+  the order of the switches it reaches.
+- A host link goes from the server (``node_a``, ``port_a`` = NIC index) to its
+  switch; a fabric link from the lower-tier switch (``node_a``) to the upper.
+- ``graph`` has one node per GPU NIC and per switch (servers are not nodes, so
+  no path runs through a server) and one edge per link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from emulator.topology.errors import TopologyError
+from emulator.topology.spec import TopologySpec
+
+SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core")
+LEAF_ROLES: frozenset[str] = frozenset({"leaf", "edge"})
+LINK_KINDS: tuple[str, ...] = ("host", "fabric")
+
+
+@dataclass(frozen=True)
+class Port:
+    """One switch port and what is plugged into it."""
+
+    number: int
+    mac: str
+    intf: str  # network interface name, at most 15 characters (Linux IFNAMSIZ)
+    peer: str  # a GPU name for host ports, a switch name for fabric ports
+    peer_port: int  # NIC index on the host for host ports
+    peer_mac: str
+    kind: str  # "host" or "fabric"
+    facing: str  # "down" (hosts, lower tier) or "up"
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    role: str  # leaf, spine (rail-optimized, leaf-spine); edge, agg, core (fat-tree)
+    tier: int  # 1 = leaf/edge, 2 = spine/agg, 3 = core
+    index: int  # position in Topology.switches
+    rail: int | None  # the rail (plane) of a leaf or edge switch; None above
+    leaf_index: int | None  # a leaf's or edge switch's number inside its rail
+    pod: int | None  # fat-tree pod of edge and agg switches
+    router_id: str
+    prefix: str | None  # the /24 this leaf or edge switch owns
+    gateway_ip: str | None  # virtual gateway address of that prefix
+    ports: tuple[Port, ...]
+
+    def port(self, number: int) -> Port:
+        if not 1 <= number <= len(self.ports):
+            raise TopologyError(f"switch {self.name} has ports 1..{len(self.ports)}, not {number}")
+        return self.ports[number - 1]
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU and its NIC; addressing is in :mod:`emulator.topology.addressing`."""
+
+    name: str  # srv{s}/gpu{r}
+    server: str
+    server_index: int
+    index: int  # r, the GPU's index inside its server
+    rail: int  # rail of its NIC; 0 for every NIC in designs without rails
+    nic: str  # eth{r}, the host-side interface
+    intf: str  # srv{s}-eth{r}, the interface name on the Mininet host
+    ip: str
+    prefix_len: int
+    mac: str
+    gateway_ip: str
+    gateway_mac: str  # MAC of the switch port this NIC is plugged into
+    switch: str
+    switch_port: int
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str  # srv{s}
+    index: int
+    gpus: tuple[str, ...]
+    pod: int | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    node_a: str
+    port_a: int
+    node_b: str
+    port_b: int
+    rate_bps: int
+    delay_ns: int
+    kind: str  # "host" (server NIC to switch) or "fabric" (switch to switch)
+    gpu: str | None = None  # the GPU whose NIC is node_a's port_a, for host links
+
+
+@dataclass
+class Topology:
+    """A built fabric. Look things up with :meth:`gpu` and :meth:`switch`."""
+
+    spec: TopologySpec
+    servers: tuple[Server, ...]
+    gpus: tuple[Gpu, ...]
+    switches: tuple[Switch, ...]
+    links: tuple[Link, ...]
+    graph: nx.Graph = field(repr=False)
+    _gpu_by_name: dict[str, Gpu] = field(init=False, repr=False)
+    _switch_by_name: dict[str, Switch] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._gpu_by_name = {gpu.name: gpu for gpu in self.gpus}
+        self._switch_by_name = {switch.name: switch for switch in self.switches}
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters as a topology file writes them."""
+        return self.spec.to_dict()
+
+    @property
+    def rails(self) -> int:
+        """Rails (planes) the fabric separates NICs into: 1 without rails."""
+        return self.spec.gpus_per_server if self.kind == "rail-optimized" else 1
+
+    @property
+    def leaves(self) -> tuple[Switch, ...]:
+        """Switches hosts plug into: leaves, ToRs or fat-tree edge switches."""
+        return tuple(s for s in self.switches if s.role in LEAF_ROLES)
+
+    def gpu(self, name: str) -> Gpu:
+        """The GPU called ``srv{s}/gpu{r}``; a one-line error names the valid range."""
+        found = self._gpu_by_name.get(name)
+        if found is None:
+            raise TopologyError(
+                f"unknown GPU {name!r} in topology {self.name}; use srvS/gpuR with S in "
+                f"0..{len(self.servers) - 1} and R in 0..{self.spec.gpus_per_server - 1} "
+                f"(e.g. srv0/gpu0)"
+            )
+        return found
+
+    def switch(self, name: str) -> Switch:
+        found = self._switch_by_name.get(name)
+        if found is None:
+            raise TopologyError(f"unknown switch {name!r} in topology {self.name}")
+        return found
+
+    def switches_with_role(self, role: str) -> tuple[Switch, ...]:
+        return tuple(s for s in self.switches if s.role == role)
+
+
+def counts(topology: Topology) -> dict[str, int]:
+    """How big the fabric is.
+
+    ``hosts`` = servers (one Mininet host each). ``leaves`` counts the switches
+    hosts plug into (leaf, ToR, edge); ``spines`` the top tier (spine, core);
+    ``aggs`` the fat-tree aggregation tier (0 elsewhere). ``rails`` is 1 in
+    designs without rails.
+    """
+    roles = [switch.role for switch in topology.switches]
+    return {
+        "servers": len(topology.servers),
+        "gpus": len(topology.gpus),
+        "rails": topology.rails,
+        "leaves": sum(role in LEAF_ROLES for role in roles),
+        "spines": sum(role in ("spine", "core") for role in roles),
+        "aggs": roles.count("agg"),
+        "switches": len(topology.switches),
+        "hosts": len(topology.servers),
+        "host_links": sum(link.kind == "host" for link in topology.links),
+        "fabric_links": sum(link.kind == "fabric" for link in topology.links),
+    }

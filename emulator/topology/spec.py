@@ -1,0 +1,343 @@
+"""What a topology file may say, and the checked parameters it becomes.
+
+:func:`spec_from_dict` turns the mapping read from a file into a
+:class:`TopologySpec` or raises :class:`TopologyError` with ONE line naming the
+source, the YAML line (when the caller knows it), the key path and what is
+allowed. Checks run in this order: the shape of the mapping (a JSON Schema per
+kind: unknown keys, missing keys, types, ranges), then units (rates, delays),
+then shapes the schema cannot express (leaf radix, odd ``k``, address room).
+
+Keys by kind (see README "Topologies"):
+
+- ``rail-optimized`` and ``leaf-spine``: ``name``, ``kind``, ``servers``,
+  ``gpus_per_server``, ``servers_per_leaf``, ``spines``, ``host_link``,
+  ``fabric_link``; optional ``leaf_ports`` (ports of a leaf switch, hosts plus
+  uplinks, default 64, at most 254 so host addresses fit one octet).
+- ``fat-tree``: ``name``, ``kind``, ``k``, ``host_link``, ``fabric_link``;
+  optional ``gpus_per_server`` (default 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import jsonschema
+
+from emulator.topology.errors import TopologyError
+from emulator.topology.units import (
+    DELAY_HINT,
+    RATE_HINT,
+    format_delay,
+    format_rate,
+    parse_delay_ns,
+    parse_rate_bps,
+)
+
+KINDS: tuple[str, ...] = ("rail-optimized", "leaf-spine", "fat-tree")
+DEFAULT_LEAF_PORTS = 64
+MAX_LEAF_PORTS = 254
+MAX_GPUS_PER_SERVER = 64
+# The third octet of a leaf prefix numbers the leaves of one rail (or plane).
+MAX_LEAVES_PER_RAIL = 256
+
+# Line numbers of keys, by key path; () is never looked up.
+KeyLines = Mapping[tuple[str, ...], int]
+
+_COUNT = "a whole number >= 1"
+_LINK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "a mapping with rate and delay, e.g. {rate: 100Mbps, delay: 5us}",
+    "properties": {
+        "rate": {"type": ["string", "integer"], "description": RATE_HINT},
+        "delay": {"type": ["string", "integer"], "description": DELAY_HINT},
+    },
+    "required": ["rate", "delay"],
+    "additionalProperties": False,
+}
+# Every key a topology file may hold; each kind takes some of them.
+_PROPERTIES: dict[str, Any] = {
+    "name": {
+        "type": "string",
+        "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        "maxLength": 64,
+        "description": "letters, digits, '.', '_' and '-' (e.g. rail-4x4), at most 64",
+    },
+    "kind": {"enum": list(KINDS), "description": "one of " + ", ".join(KINDS)},
+    "servers": {"type": "integer", "minimum": 1, "description": _COUNT},
+    "k": {"type": "integer", "minimum": 2, "description": "an even whole number >= 2 (e.g. 4)"},
+    "gpus_per_server": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_GPUS_PER_SERVER,
+        "description": f"a whole number from 1 to {MAX_GPUS_PER_SERVER}",
+    },
+    "servers_per_leaf": {"type": "integer", "minimum": 1, "description": _COUNT},
+    "spines": {"type": "integer", "minimum": 1, "description": _COUNT},
+    "leaf_ports": {
+        "type": "integer",
+        "minimum": 2,
+        "maximum": MAX_LEAF_PORTS,
+        "description": f"a whole number from 2 to {MAX_LEAF_PORTS} (default {DEFAULT_LEAF_PORTS})",
+    },
+    "host_link": _LINK_SCHEMA,
+    "fabric_link": _LINK_SCHEMA,
+}
+
+
+def _object_schema(keys: Sequence[str], required: Sequence[str]) -> dict[str, Any]:
+    """A mapping taking ``keys`` (in the order files write them), ``required`` among them."""
+    return {
+        "type": "object",
+        "properties": {key: _PROPERTIES[key] for key in keys},
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+_LEAF_SPINE_KEYS = ("name", "kind", "servers", "gpus_per_server", "servers_per_leaf", "spines",
+                    "leaf_ports", "host_link", "fabric_link")
+_LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS if key != "leaf_ports")
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "rail-optimized": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
+    "leaf-spine": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
+    "fat-tree": _object_schema(
+        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link"),
+        ("name", "kind", "k", "host_link", "fabric_link"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """Rate and one-way propagation delay of a class of links."""
+
+    rate_bps: int
+    delay_ns: int
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rate": format_rate(self.rate_bps), "delay": format_delay(self.delay_ns)}
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """The checked parameters of one topology.
+
+    For a fat-tree the leaf-spine style numbers are derived from ``k``:
+    ``servers`` = k³/4, ``servers_per_leaf`` = k/2 (hosts per edge switch),
+    ``spines`` = (k/2)² core switches, ``leaf_ports`` = edge switch ports.
+    """
+
+    name: str
+    kind: str
+    servers: int
+    gpus_per_server: int
+    servers_per_leaf: int
+    spines: int
+    host_link: LinkSpec
+    fabric_link: LinkSpec
+    leaf_ports: int = DEFAULT_LEAF_PORTS
+    k: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping a topology file holds: only the keys this kind takes."""
+        data: dict[str, Any] = {"name": self.name, "kind": self.kind}
+        if self.kind == "fat-tree":
+            data["k"] = self.k
+            data["gpus_per_server"] = self.gpus_per_server
+        else:
+            data["servers"] = self.servers
+            data["gpus_per_server"] = self.gpus_per_server
+            data["servers_per_leaf"] = self.servers_per_leaf
+            data["spines"] = self.spines
+            if self.leaf_ports != DEFAULT_LEAF_PORTS:
+                data["leaf_ports"] = self.leaf_ports
+        data["host_link"] = self.host_link.to_dict()
+        data["fabric_link"] = self.fabric_link.to_dict()
+        return data
+
+
+def topology_error(source: str, lines: KeyLines, path: Sequence[str],
+                   message: str) -> TopologyError:
+    """One line: ``SOURCE[:LINE]: [key 'a.b': ]MESSAGE``.
+
+    The line is the key's own line, or its nearest enclosing key's line when
+    the key is missing.
+    """
+    key_path = tuple(str(part) for part in path)
+    line = None
+    for depth in range(len(key_path), 0, -1):
+        line = lines.get(key_path[:depth])
+        if line is not None:
+            break
+    where = f"{source}:{line}" if line is not None else source
+    key = f"key '{'.'.join(key_path)}': " if key_path else ""
+    return TopologyError(f"{where}: {key}{message}")
+
+
+def show_value(value: object) -> str:
+    """A value as the user wrote it in YAML, for messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null (no value)"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return repr(value)
+
+
+def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tuple[list[str], str]:
+    """The key path and message for one schema violation."""
+    path = [str(part) for part in error.absolute_path]
+    hint = error.schema.get("description") if isinstance(error.schema, dict) else None
+    value = error.instance
+    shown = show_value(value)
+    if error.validator == "additionalProperties":
+        allowed = list(error.schema.get("properties", {}))
+        extra = sorted((key for key in value if key not in allowed), key=str)[0]
+        where = f"kind {kind}" if not path else "a link"
+        other_kinds = [other for other in KINDS if extra in SCHEMAS[other]["properties"]]
+        if not path and other_kinds:
+            return path + [extra], (f"does not apply to kind {kind} (it is a key of "
+                                    f"{', '.join(other_kinds)}); {where} takes "
+                                    f"{', '.join(allowed)}")
+        return path + [extra], f"unknown key; {where} takes {', '.join(allowed)}"
+    if error.validator == "required":
+        missing = next(key for key in error.validator_value if key not in value)
+        what = f"kind {kind}" if not path else "a link"
+        return path + [missing], f"is missing; {what} needs {', '.join(error.validator_value)}"
+    if error.validator == "type":
+        expected = error.validator_value
+        if expected == "object":
+            return path, f"{shown} is not a mapping; use {hint}"
+        wanted = "a whole number" if expected == "integer" else f"a {expected}"
+        if isinstance(expected, list):
+            wanted = "a number or a string"
+        return path, f"{shown} is not {wanted}; use {hint}"
+    if error.validator == "minimum":
+        return path, f"{shown} is below the minimum {error.validator_value}; use {hint}"
+    if error.validator == "maximum":
+        return path, f"{shown} is above the maximum {error.validator_value}; use {hint}"
+    if error.validator == "enum":
+        return path, f"{shown} is not a known {path[-1] if path else 'value'}; use {hint}"
+    if error.validator in ("pattern", "maxLength"):
+        return path, f"{shown} is not allowed; use {hint}"
+    return path, error.message  # pragma: no cover - every keyword the schemas use is above
+
+
+def _check_schema(data: Mapping[str, Any], kind: str, source: str, lines: KeyLines) -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMAS[kind])
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return
+    described = [_describe_schema_error(error, kind) for error in errors]
+    # Report the error nearest the top of the file, so fixing errors one by one
+    # walks down the file.
+    path, message = min(
+        described,
+        key=lambda item: (lines.get(tuple(item[0]), math.inf), item[0]),
+    )
+    raise topology_error(source, lines, path, message)
+
+
+def _link(data: Mapping[str, Any], key: str, source: str, lines: KeyLines) -> LinkSpec:
+    raw = data[key]
+    try:
+        rate_bps = parse_rate_bps(raw["rate"])
+    except ValueError as exc:
+        raise topology_error(source, lines, [key, "rate"], f"{exc}; {RATE_HINT}") from None
+    try:
+        delay_ns = parse_delay_ns(raw["delay"])
+    except ValueError as exc:
+        raise topology_error(source, lines, [key, "delay"], f"{exc}; {DELAY_HINT}") from None
+    return LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns)
+
+
+def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
+                     fabric_link: LinkSpec, source: str, lines: KeyLines) -> TopologySpec:
+    servers = data["servers"]
+    gpus = data["gpus_per_server"]
+    per_leaf = data["servers_per_leaf"]
+    spines = data["spines"]
+    leaf_ports = data.get("leaf_ports", DEFAULT_LEAF_PORTS)
+    host_ports = per_leaf if kind == "rail-optimized" else per_leaf * gpus
+    if host_ports + spines > leaf_ports:
+        ports_text = (f"{per_leaf} host ports" if kind == "rail-optimized"
+                      else f"{per_leaf} servers x {gpus} GPUs = {host_ports} host ports")
+        raise topology_error(
+            source, lines, ["servers_per_leaf"],
+            f"{ports_text} plus {spines} spine uplinks need {host_ports + spines} ports but a "
+            f"leaf has leaf_ports={leaf_ports}; lower servers_per_leaf or spines, or raise "
+            f"leaf_ports (at most {MAX_LEAF_PORTS})",
+        )
+    leaves_per_rail = math.ceil(servers / per_leaf)
+    if leaves_per_rail > MAX_LEAVES_PER_RAIL:
+        raise topology_error(
+            source, lines, ["servers"],
+            f"{servers} servers at {per_leaf} per leaf need {leaves_per_rail} leaves per rail; "
+            f"the addressing plan has room for {MAX_LEAVES_PER_RAIL} (servers <= "
+            f"{MAX_LEAVES_PER_RAIL * per_leaf} at this servers_per_leaf)",
+        )
+    return TopologySpec(name=data["name"], kind=kind, servers=servers, gpus_per_server=gpus,
+                        servers_per_leaf=per_leaf, spines=spines, host_link=host_link,
+                        fabric_link=fabric_link, leaf_ports=leaf_ports)
+
+
+def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: LinkSpec,
+                   source: str, lines: KeyLines) -> TopologySpec:
+    k = data["k"]
+    gpus = data.get("gpus_per_server", 1)
+    if k % 2:
+        raise topology_error(source, lines, ["k"],
+                             f"{k} is odd; a fat-tree needs an even k >= 2 (e.g. 4)")
+    half = k // 2
+    edges = k * half
+    if edges > MAX_LEAVES_PER_RAIL:
+        raise topology_error(
+            source, lines, ["k"],
+            f"k={k} gives {edges} edge switches; the addressing plan has room for "
+            f"{MAX_LEAVES_PER_RAIL} (k <= 22)",
+        )
+    edge_ports = half * gpus + half
+    if edge_ports > MAX_LEAF_PORTS:
+        raise topology_error(
+            source, lines, ["gpus_per_server"],
+            f"{half} servers x {gpus} GPUs plus {half} uplinks need {edge_ports} ports on an "
+            f"edge switch; the addressing plan allows {MAX_LEAF_PORTS}",
+        )
+    return TopologySpec(name=data["name"], kind="fat-tree", servers=k * half * half,
+                        gpus_per_server=gpus, servers_per_leaf=half, spines=half * half,
+                        host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k)
+
+
+def spec_from_dict(data: object, source: str = "<dict>",
+                   lines: KeyLines | None = None) -> TopologySpec:
+    """Check a topology mapping and return its parameters.
+
+    ``source`` names where the mapping came from (a file path) and ``lines``
+    maps key paths to YAML line numbers; both only shape error messages.
+    """
+    lines = lines or {}
+    if not isinstance(data, Mapping):
+        found = "an empty document" if data is None else show_value(data)
+        raise TopologyError(
+            f"{source}: a topology is a mapping of keys (name, kind, ...), not {found}")
+    bad_keys = [key for key in data if not isinstance(key, str)]
+    if bad_keys:
+        raise topology_error(source, lines, [str(bad_keys[0])], "keys must be names (strings)")
+    kind = data.get("kind")
+    if kind is None:
+        raise topology_error(source, lines, ["kind"], "is missing; use one of " + ", ".join(KINDS))
+    if kind not in KINDS:
+        raise topology_error(source, lines, ["kind"],
+                             f"{show_value(kind)} is not a known kind; use one of "
+                             + ", ".join(KINDS))
+    _check_schema(data, kind, source, lines)
+    host_link = _link(data, "host_link", source, lines)
+    fabric_link = _link(data, "fabric_link", source, lines)
+    if kind == "fat-tree":
+        return _fat_tree_spec(data, host_link, fabric_link, source, lines)
+    return _leaf_spine_spec(data, kind, host_link, fabric_link, source, lines)
