@@ -45,7 +45,11 @@ class ModuleBuilder:
 
     def __init__(self, program: ir.Program, lowering: ExternLowering,
                  tables: dict[int, Table], value_sets: dict[int, object],
-                 errors: dict[str, int]) -> None:
+                 errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = ()) -> None:
+        """``roles`` names the parameters of the package's blocks (one tuple
+        per block); blocks with roles share one frame class,
+        ``PacketFrame``, so a packet's frame passes from block to block
+        without copying."""
         self.program = program
         self.gen = Codegen(Layouts(), lowering)
         self.tables = tables
@@ -57,6 +61,11 @@ class ModuleBuilder:
         self._frame_names: dict[int, str] = {}
         self._block_names: dict[int, str] = {}
         self._actions: dict[int, ir.Action] = {}
+        self._shared: set[int] = set()
+        for block, names in zip(program.package.blocks, roles):
+            self._shared.add(id(block))
+            for param, name in zip(block.params, names):
+                self.gen.force_name(param, "v", name)
 
     def build(self) -> CompiledBlocks:
         gen = self.gen
@@ -72,7 +81,13 @@ class ModuleBuilder:
                 self._function(gen.pending_functions.pop())
         body = "\n".join(gen.lines)
         frames = "\n\n".join(self._frame_source(key, slots)
-                             for key, slots in self._frame_slots.items())
+                             for key, slots in self._frame_slots.items()
+                             if key not in self._shared)
+        if self._shared:
+            shared: list[str] = []
+            for key in self._shared:
+                shared.extend(x for x in self._frame_slots[key] if x not in shared)
+            frames += f"\n\nclass PacketFrame:\n    __slots__ = {tuple(['_ctx'] + shared)!r}"
         source = "\n\n".join([gen.layouts.source(), frames, body]) + "\n"
         namespace = self._namespace()
         code = compile(source, f"<p4 {self.program.source}>", "exec")
@@ -109,7 +124,8 @@ class ModuleBuilder:
 
     def _register_frame(self, block: ir.Control | ir.Parser, locals_: list[ir.Local]) -> None:
         gen = self.gen
-        self._frame_names[id(block)] = gen.name_of(block, "Frame", block.name)
+        self._frame_names[id(block)] = ("PacketFrame" if id(block) in self._shared
+                                        else gen.name_of(block, "Frame", block.name))
         self._block_names[id(block)] = gen.name_of(block, "blk", block.name)
         self._frame_slots[id(block)] = [gen.frame_slot(x) for x in locals_]
         self._param_slots[id(block)] = [gen.frame_slot(x) for x in block.params]

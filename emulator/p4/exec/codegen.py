@@ -102,6 +102,11 @@ class Codegen:
             self._counter += 1
         return self._obj_names[key]
 
+    def force_name(self, obj: object, prefix: str, name: str) -> None:
+        """Give ``obj`` a fixed generated name (used for frame slots the
+        architecture reads and writes directly)."""
+        self._obj_names[(id(obj), prefix)] = name
+
     def bind(self, name: str, value: object) -> str:
         self.env[name] = value
         return name

@@ -37,6 +37,9 @@ DROP_PORT = 511
 # standard_metadata.instance_type values (simple_switch's PktInstanceType).
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
 CLONE_I2E, CLONE_E2E = 0, 1
+# Frame slot names of the V1Switch blocks' parameters, block by block.
+ROLES = (("pkt_in", "hdr", "meta", "sm"), ("hdr", "meta"), ("hdr", "meta", "sm"),
+         ("hdr", "meta", "sm"), ("hdr", "meta"), ("pkt_out", "hdr"))
 MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
 
 
@@ -67,7 +70,7 @@ class EgressItem:
     port: int
     priority: int
     length: int
-    pkt: "_Pkt"
+    pkt: object  # the packet frame (headers, metadata, context)
 
 
 @dataclass
@@ -89,15 +92,6 @@ class CloneSession:
     class_of_service: int = 0
 
 
-@dataclass
-class _Pkt:
-    hdr: object
-    meta: object
-    sm: object
-    data: bytes
-    ctx: PacketContext
-
-
 class V1ModelPipeline:
     def __init__(self, program: ir.Program, *, seed: int = 0, priority_queues: int = 8,
                  clock_us: Callable[[], float] | None = None) -> None:
@@ -110,6 +104,7 @@ class V1ModelPipeline:
         self._clock_us = clock_us or (lambda: (time.monotonic() - start) * 1e6)
         (self.parser_block, self.verify_block, self.ingress_block, self.egress_block,
          self.compute_block, self.deparser_block) = program.package.blocks
+        self._types = self._block_param_types()
         self.errors = {name: i for i, name in enumerate(program.errors)}
         self.action_ids = {id(a): i for i, a in enumerate(program.actions)}
         self.instances: dict[int, object] = {}
@@ -126,13 +121,19 @@ class V1ModelPipeline:
         vs_by_ir = {id(vs): self.value_sets[vs.name] for vs in program.value_sets}
         lowering = V1ModelLowering(self.instances, self.action_ids)
         self.compiled: CompiledBlocks = ModuleBuilder(
-            program, lowering, tables_by_ir, vs_by_ir, self.errors).build()
+            program, lowering, tables_by_ir, vs_by_ir, self.errors, ROLES).build()
+        fns = [self.compiled.block_fns[id(b)] for b in program.package.blocks]
+        (self._f_parser, self._f_verify, self._f_ingress, self._f_egress, self._f_compute,
+         self._f_deparser) = fns
+        self._Frame = self.compiled.namespace["PacketFrame"]
+        self._Hdr = self.compiled.class_for(self._types["hdr"])
+        self._Meta = self.compiled.class_for(self._types["meta"])
+        self._Sm = self.compiled.class_for(self._types["sm"])
         fns = self.compiled.action_fns
         for table in self.tables.values():
             table.bind(fns)  # type: ignore[arg-type]
         self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, CloneSession] = {}
-        self._types = self._block_param_types()
         self._field_lists = self._collect_field_lists()
 
     # ---- construction ------------------------------------------------------------
@@ -241,8 +242,8 @@ class V1ModelPipeline:
         while work:
             stage, item = work.pop(0)
             if stage == "out":
-                egress_port, pkt = item  # type: ignore[misc]
-                result.queued.append(EgressItem(egress_port, pkt.sm.priority, pkt.ctx.length, pkt))
+                egress_port, f = item  # type: ignore[misc]
+                result.queued.append(EgressItem(egress_port, f.sm.priority, f._ctx.length, f))
                 continue
             passes += 1
             if passes > MAX_PASSES:
@@ -260,175 +261,195 @@ class V1ModelPipeline:
         self._egress(item.port, item.pkt, queue or QueueInfo(), result=result, work=work)
         for stage, entry in work:
             if stage == "out":
-                egress_port, pkt = entry  # type: ignore[misc]
-                result.queued.append(EgressItem(egress_port, pkt.sm.priority, pkt.ctx.length, pkt))
+                egress_port, f = entry  # type: ignore[misc]
+                result.queued.append(EgressItem(egress_port, f.sm.priority, f._ctx.length, f))
             else:
                 result.recirculate.append(entry)  # type: ignore[arg-type]
         return result
 
-    def _new(self, key: str) -> object:
-        return self.compiled.class_for(self._types[key])()  # type: ignore[operator,arg-type]
+    # ---- packet flow -------------------------------------------------------------
+    def _frame(self, ctx: PacketContext) -> object:
+        """A fresh packet frame: new headers (invalid), metadata (zero)."""
+        f = self._Frame()
+        f._ctx = ctx
+        f.hdr = self._Hdr()
+        f.meta = self._Meta()
+        f.sm = ctx.sm = self._Sm()
+        return f
 
-    def _run(self, block: ir.Control | ir.Parser, ctx: PacketContext, *values: object) -> list[object]:
-        frame = self.compiled.frame(block)
-        frame._ctx = ctx  # type: ignore[attr-defined]
-        slots = self.compiled.param_slots[id(block)]
-        for slot, value in zip(slots, values):
-            setattr(frame, slot, value)
-        try:
-            self.compiled.run(block, frame)
-        except ExitBlock:
-            pass
-        return [getattr(frame, slot) for slot in slots]
+    def _copy(self, f: object, ctx: PacketContext) -> object:
+        c = self._Frame()
+        c._ctx = ctx
+        c.hdr = f.hdr._cp()  # type: ignore[attr-defined]
+        c.meta = f.meta._cp()  # type: ignore[attr-defined]
+        c.sm = f.sm._cp()  # type: ignore[attr-defined]
+        return c
 
-    def _parse(self, data: bytes, ctx: PacketContext, hdr: object, meta: object,
-               sm: object) -> tuple[object, object, object, bytes]:
-        cur = Cursor(data)
-        frame = self.compiled.frame(self.parser_block)
-        frame._ctx = ctx  # type: ignore[attr-defined]
-        slots = self.compiled.param_slots[id(self.parser_block)]
-        for slot, value in zip(slots, (cur, hdr, meta, sm)):
-            setattr(frame, slot, value)
+    def _parse(self, f: object, data: bytes) -> None:
+        cur = f.pkt_in = Cursor(data)  # type: ignore[attr-defined]
         try:
-            self.compiled.run(self.parser_block, frame)
+            self._f_parser(f)
         except ParserError as exc:
             if exc.args and exc.args[0] is not None:
-                sm = getattr(frame, slots[3])
-                sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
-        _, hdr, meta, sm = (getattr(frame, s) for s in slots)
-        return hdr, meta, sm, data[cur.off:]
+                f.sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
+        f._ctx.payload = data[cur.off:]  # type: ignore[attr-defined]
 
     def _ingress(self, port: int, data: bytes, instance_type: int, preserved: dict[str, int],
                  *, result: ProcessResult, work: list) -> None:
         now = self._clock_us()
         ctx = PacketContext(len(data), now, self.rng)
-        hdr, meta, sm = self._new("hdr"), self._new("meta"), self._new("sm")
+        f = self._frame(ctx)
+        meta = f.meta  # type: ignore[attr-defined]
         for name, value in preserved.items():
             setattr(meta, name, value)
-        sm.ingress_port = port  # type: ignore[attr-defined]
-        sm.instance_type = instance_type  # type: ignore[attr-defined]
-        sm.packet_length = len(data)  # type: ignore[attr-defined]
-        sm.ingress_global_timestamp = int(now) & ((1 << 48) - 1)  # type: ignore[attr-defined]
-        ctx.sm = sm
-        hdr, meta, sm, payload = self._parse(data, ctx, hdr, meta, sm)
-        ctx.payload = payload
-        hdr, meta = self._run(self.verify_block, ctx, hdr, meta)
-        sm.checksum_error = ctx.checksum_error  # type: ignore[attr-defined]
-        hdr, meta, sm = self._run(self.ingress_block, ctx, hdr, meta, sm)
-        result.digests.extend(ctx.digests)
-        result.logs.extend(ctx.logs)
+        sm = f.sm  # type: ignore[attr-defined]
+        sm.ingress_port = port
+        sm.instance_type = instance_type
+        sm.packet_length = len(data)
+        sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+        self._parse(f, data)
+        try:
+            self._f_verify(f)
+        except ExitBlock:
+            pass
+        f.sm.checksum_error = ctx.checksum_error  # type: ignore[attr-defined]
+        try:
+            self._f_ingress(f)
+        except ExitBlock:
+            pass
+        sm = f.sm  # type: ignore[attr-defined]
+        if ctx.digests:
+            result.digests.extend(ctx.digests)
+        if ctx.logs:
+            result.logs.extend(ctx.logs)
         if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
-            self._clone_i2e(port, data, ctx, meta, result, work)
+            self._clone_i2e(port, data, f, work)
         if ctx.resubmit is not None:
-            work.append(("in", (port, data, RESUBMIT, self._keep(meta, ctx.resubmit))))
+            work.append(("in", (port, data, RESUBMIT, self._keep(f.meta, ctx.resubmit))))  # type: ignore[attr-defined]
             return
-        mgid = sm.mcast_grp  # type: ignore[attr-defined]
+        mgid = sm.mcast_grp
         if mgid:
-            sm.instance_type = REPLICATION  # type: ignore[attr-defined]
-            self._replicate(mgid, _Pkt(hdr, meta, sm, payload, ctx), work, result)
+            sm.instance_type = REPLICATION
+            self._replicate(mgid, f, work, result)
             return
-        egress_spec = sm.egress_spec  # type: ignore[attr-defined]
+        egress_spec = sm.egress_spec
         if egress_spec == DROP_PORT:
             result.dropped += 1
             return
-        sm.instance_type = NORMAL  # type: ignore[attr-defined]
-        work.append(("out", (egress_spec, _Pkt(hdr, meta, sm, payload, ctx))))
+        sm.instance_type = NORMAL
+        work.append(("out", (egress_spec, f)))
 
     def _keep(self, meta: object, field_list: int) -> dict[str, int]:
         return {name: getattr(meta, name) for name in self._field_lists.get(field_list, ())}
 
-    def _replicate(self, mgid: int, pkt: _Pkt, work: list, result: ProcessResult) -> None:
+    def _replicate(self, mgid: int, f: object, work: list, result: ProcessResult) -> None:
         replicas = self.multicast_groups.get(mgid)
         if not replicas:
             result.dropped += 1
             return
         for egress_port, rid in replicas:
-            sm = pkt.sm._cp()  # type: ignore[attr-defined]
-            sm.egress_rid = rid
-            copy = _Pkt(pkt.hdr._cp(), pkt.meta._cp(), sm, pkt.data, pkt.ctx)  # type: ignore[attr-defined]
-            work.append(("out", (egress_port, copy)))
+            c = self._copy(f, f._ctx)  # type: ignore[attr-defined]
+            c.sm.egress_rid = rid  # type: ignore[attr-defined]
+            work.append(("out", (egress_port, c)))
 
-    def _clone_i2e(self, port: int, data: bytes, ctx: PacketContext, meta: object,
-                   result: ProcessResult, work: list) -> None:
+    def _clone_i2e(self, port: int, data: bytes, f: object, work: list) -> None:
+        ctx: PacketContext = f._ctx  # type: ignore[attr-defined]
         _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
         session = self.clone_sessions.get(session_id)
         if session is None:
             return
+        # As simple_switch: re-parse the original packet (ingress_port kept
+        # for the parse), then reset metadata but for the field list.
         cctx = PacketContext(len(data), ctx.now_us, self.rng)
-        hdr, cmeta, sm = self._new("hdr"), self._new("meta"), self._new("sm")
-        sm.ingress_port = port  # type: ignore[attr-defined]
-        cctx.sm = sm
-        hdr, _m, _s, payload = self._parse(data, cctx, hdr, cmeta, sm)
-        cctx.payload = payload
-        meta_copy = self._new("meta")
-        for name, value in self._keep(meta, field_list).items():
-            setattr(meta_copy, name, value)
-        sm = self._new("sm")
-        sm.instance_type = INGRESS_CLONE  # type: ignore[attr-defined]
-        cctx.sm = sm
+        c = self._frame(cctx)
+        c.sm.ingress_port = port  # type: ignore[attr-defined]
+        self._parse(c, data)
+        c.meta = self._Meta()  # type: ignore[attr-defined]
+        for name, value in self._keep(f.meta, field_list).items():  # type: ignore[attr-defined]
+            setattr(c.meta, name, value)  # type: ignore[attr-defined]
+        c.sm = cctx.sm = self._Sm()  # type: ignore[attr-defined]
+        c.sm.instance_type = INGRESS_CLONE  # type: ignore[attr-defined]
         cctx.truncate = session.truncate_bytes or None
-        self._send_clone(session, _Pkt(hdr, meta_copy, sm, payload, cctx), work)
+        self._send_clone(session, c, work)
 
-    def _send_clone(self, session: CloneSession, pkt: _Pkt, work: list) -> None:
+    def _send_clone(self, session: CloneSession, c: object, work: list) -> None:
+        many = len(session.replicas) > 1
         for i, (egress_port, rid) in enumerate(session.replicas):
             last = i == len(session.replicas) - 1
-            sm = pkt.sm if last else pkt.sm._cp()  # type: ignore[attr-defined]
-            sm.egress_rid = rid if len(session.replicas) > 1 else 0
-            hdr = pkt.hdr if last else pkt.hdr._cp()  # type: ignore[attr-defined]
-            meta = pkt.meta if last else pkt.meta._cp()  # type: ignore[attr-defined]
-            work.append(("out", (egress_port, _Pkt(hdr, meta, sm, pkt.data, pkt.ctx))))
+            copy = c if last else self._copy(c, c._ctx)  # type: ignore[attr-defined]
+            copy.sm.egress_rid = rid if many else 0  # type: ignore[attr-defined]
+            work.append(("out", (egress_port, copy)))
 
-    def _egress(self, port: int, pkt: _Pkt, queue: QueueInfo, *, result: ProcessResult,
+    def _egress(self, port: int, f: object, queue: QueueInfo, *, result: ProcessResult,
                 work: list) -> None:
-        sm = pkt.sm
-        priority = sm.priority  # type: ignore[attr-defined]
+        sm = f.sm  # type: ignore[attr-defined]
+        priority = sm.priority
         if priority >= self.priority_queues:
             result.dropped += 1
             return
         now = self._clock_us()
-        ctx = PacketContext(pkt.ctx.length, now, self.rng)
-        ctx.payload = pkt.data
+        ictx: PacketContext = f._ctx  # type: ignore[attr-defined]
+        ctx = PacketContext(ictx.length, now, self.rng)
+        ctx.payload = ictx.payload
         ctx.sm = sm
-        ctx.truncate = pkt.ctx.truncate
-        ctx.meter_color = {}
+        ctx.truncate = ictx.truncate
+        f._ctx = ctx  # type: ignore[attr-defined]
         enq_us = now if queue.enq_timestamp_us is None else queue.enq_timestamp_us
-        sm.enq_timestamp = int(enq_us) & 0xFFFFFFFF  # type: ignore[attr-defined]
-        sm.enq_qdepth = queue.enq_qdepth & 0x7FFFF  # type: ignore[attr-defined]
-        sm.deq_timedelta = int(now - enq_us) & 0xFFFFFFFF  # type: ignore[attr-defined]
-        sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF  # type: ignore[attr-defined]
-        sm.egress_global_timestamp = int(now) & ((1 << 48) - 1)  # type: ignore[attr-defined]
-        sm.egress_port = port  # type: ignore[attr-defined]
-        sm.egress_spec = (DROP_PORT + 1) & 0x1FF  # type: ignore[attr-defined]
-        sm.packet_length = pkt.ctx.length  # type: ignore[attr-defined]
-        hdr, meta, sm = self._run(self.egress_block, ctx, pkt.hdr, pkt.meta, sm)
-        result.digests.extend(ctx.digests)
-        result.logs.extend(ctx.logs)
+        sm.enq_timestamp = int(enq_us) & 0xFFFFFFFF
+        sm.enq_qdepth = queue.enq_qdepth & 0x7FFFF
+        sm.deq_timedelta = int(now - enq_us) & 0xFFFFFFFF
+        sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF
+        sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+        sm.egress_port = port
+        sm.egress_spec = (DROP_PORT + 1) & 0x1FF
+        sm.packet_length = ictx.length
+        try:
+            self._f_egress(f)
+        except ExitBlock:
+            pass
+        sm = f.sm  # type: ignore[attr-defined]
+        if ctx.digests:
+            result.digests.extend(ctx.digests)
+        if ctx.logs:
+            result.logs.extend(ctx.logs)
         if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
-            _kind, session_id, field_list = ctx.clone
-            session = self.clone_sessions.get(session_id)
-            if session is not None:
-                cmeta = self._new("meta")
-                for name, value in self._keep(meta, field_list).items():
-                    setattr(cmeta, name, value)
-                csm = self._new("sm")
-                csm.instance_type = EGRESS_CLONE  # type: ignore[attr-defined]
-                cctx = PacketContext(pkt.ctx.length, now, self.rng)
-                cctx.truncate = session.truncate_bytes or None
-                self._send_clone(session, _Pkt(hdr._cp(), cmeta, csm, pkt.data, cctx), work)  # type: ignore[attr-defined]
-        if sm.egress_spec == DROP_PORT:  # type: ignore[attr-defined]
+            self._clone_e2e(f, ctx, work)
+        if sm.egress_spec == DROP_PORT:
             result.dropped += 1
             return
-        hdr, meta = self._run(self.compute_block, ctx, hdr, meta)
+        try:
+            self._f_compute(f)
+        except ExitBlock:
+            pass
         out: list[bytes] = []
-        self._run(self.deparser_block, ctx, out, hdr)
-        data = b"".join(out) + pkt.data
+        f.pkt_out = out  # type: ignore[attr-defined]
+        try:
+            self._f_deparser(f)
+        except ExitBlock:
+            pass
+        data = b"".join(out) + ctx.payload
         if ctx.truncate:
             data = data[:ctx.truncate]
         if ctx.recirculate is not None:
-            preserved = self._keep(meta, ctx.recirculate)
-            work.append(("recirc", (sm.ingress_port, data, RECIRC, preserved)))  # type: ignore[attr-defined]
+            preserved = self._keep(f.meta, ctx.recirculate)  # type: ignore[attr-defined]
+            work.append(("recirc", (sm.ingress_port, data, RECIRC, preserved)))
             return
-        result.outputs.append(Output(port, data, sm.instance_type, priority))  # type: ignore[attr-defined]
+        result.outputs.append(Output(port, data, sm.instance_type, priority))
+
+    def _clone_e2e(self, f: object, ctx: PacketContext, work: list) -> None:
+        _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
+        session = self.clone_sessions.get(session_id)
+        if session is None:
+            return
+        cctx = PacketContext(ctx.length, ctx.now_us, self.rng)
+        cctx.payload = ctx.payload
+        cctx.truncate = session.truncate_bytes or None
+        c = self._frame(cctx)
+        c.hdr = f.hdr._cp()  # type: ignore[attr-defined]
+        for name, value in self._keep(f.meta, field_list).items():  # type: ignore[attr-defined]
+            setattr(c.meta, name, value)  # type: ignore[attr-defined]
+        c.sm.instance_type = EGRESS_CLONE  # type: ignore[attr-defined]
+        self._send_clone(session, c, work)
 
 
 def _enum_name(arg: ir.Expr) -> str:

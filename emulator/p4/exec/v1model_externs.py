@@ -51,8 +51,21 @@ class V1ModelLowering:
         """Python expression for the BMv2 byte buffer of a field list."""
         parts: list[tuple[str, int, str | None]] = []
         _flatten(gen, data, None, parts)
-        if all(valid is None for _, _, valid in parts):
-            return "pack_bits((" + "".join(f"({c}, {w}), " for c, w, _ in parts) + "))"
+        conds = {valid for _, _, valid in parts}
+        if len(conds) == 1:
+            # One validity condition for all: pack into one int inline.
+            (cond,) = conds
+            total = sum(w for _, w, _ in parts)
+            if total == 0:
+                return "b''"
+            code = parts[0][0]
+            for c, w, _ in parts[1:]:
+                code = f"(({code}) << {w}) | ({c})"
+            pad = -total % 8
+            if pad:
+                code = f"({code}) << {pad}"
+            packed = f"({code}).to_bytes({(total + pad) // 8}, 'big')"
+            return packed if cond is None else f"({packed} if {cond} else b'')"
         items = "".join(f"({c}, {w}, {v or 'True'}), " for c, w, v in parts)
         return f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
 
