@@ -1,0 +1,68 @@
+"""P4Info generation for the project's P4 toolchain.
+
+A self-contained layer: the front end describes a program's control-plane
+objects with the dataclasses of :mod:`.model`; :func:`build_p4info` returns
+the ``p4.config.v1.P4Info`` that p4c (``p4c-bm2-ss``, v1model) generates for
+the same program; :mod:`.text` writes/reads ``.p4info.txtpb``.  Naming,
+ordering and omission rules are documented in :mod:`.model`, the id scheme
+in :mod:`.ids`.
+"""
+
+from .build import DEFAULT_TABLE_SIZE, build_p4info, collect_symbols
+from .ids import (
+    P4Ids,
+    P4InfoError,
+    SymbolTable,
+    allocate_field_ids,
+    apply_id_annotation,
+    hashed_id,
+    jenkins_one_at_a_time,
+)
+from .model import (
+    Action,
+    ActionProfile,
+    ActionRef,
+    Annotated,
+    Annotation,
+    Bits,
+    Bool,
+    ControllerHeader,
+    Counter,
+    DefaultAction,
+    Digest,
+    DirectCounter,
+    DirectMeter,
+    EnumDef,
+    EnumRef,
+    ErrorDef,
+    ErrorRef,
+    HeaderDef,
+    HeaderRef,
+    HeaderStack,
+    HeaderUnionDef,
+    HeaderUnionRef,
+    HeaderUnionStack,
+    MatchField,
+    Meter,
+    NewTypeDef,
+    NewTypeRef,
+    P4InfoModel,
+    PacketMetadata,
+    Param,
+    PkgInfo,
+    Register,
+    SerEnumDef,
+    SerEnumRef,
+    StructDef,
+    StructRef,
+    StructuredAnnotation,
+    Table,
+    TupleOf,
+    ValueSet,
+    ValueSetField,
+    Varbit,
+    no_action,
+)
+from .text import from_text, read_text, to_text, write_text
+
+__all__ = [name for name in dir() if not name.startswith("_")]
