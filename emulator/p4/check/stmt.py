@@ -1,0 +1,157 @@
+"""Statements of apply blocks, actions, functions and parser states."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from emulator.p4 import ast, ir
+from emulator.p4.check.calls import is_lvalue
+from emulator.p4.check.context import Abort, Scope, Symbol, declare
+from emulator.p4.check.typeres import annotations_of
+from emulator.p4.types import BOOL, BitsType, EnumType, ErrorType, InfIntType, Type, VoidType
+
+if TYPE_CHECKING:
+    from emulator.p4.check.program import Checker
+
+COMPOUND = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=": "&", "|=": "|",
+            "^=": "^", "<<=": "<<", ">>=": ">>", "|+|=": "|+|", "|-|=": "|-|"}
+
+
+@dataclass
+class Where:
+    """What kind of body the statements are in: ``control`` (apply block),
+    ``action``, ``function`` (with ``return_type``) or ``parser``."""
+
+    kind: str
+    return_type: Type | None = None
+
+
+class StmtChecker:
+    def __init__(self, checker: "Checker") -> None:
+        self.c = checker
+
+    def block(self, nodes: tuple[ast.Node, ...], scope: Scope, where: Where) -> ir.Block:
+        inner = scope.child()
+        out: list[ir.Stmt] = []
+        for node in nodes:
+            try:
+                s = self.stmt(node, inner, where)
+            except Abort:
+                continue
+            if s is not None:
+                out.append(s)
+        return ir.Block(tuple(out))
+
+    def stmt(self, n: ast.Node, scope: Scope, where: Where) -> ir.Stmt | None:
+        d = self.c.diags
+        ex = self.c.exprs
+        if isinstance(n, ast.AssignmentStmt):
+            target = ex.check(n.target, scope)
+            if not is_lvalue(target):
+                raise d.error(n.target.loc, "the left side of an assignment must be assignable")
+            if n.op != "=":
+                op = COMPOUND.get(n.op)
+                if op is None:
+                    raise d.error(n.loc, f"unknown assignment operator {n.op}")
+                value_node: ast.Expression = ast.BinaryExpr(op, n.target, n.value, loc=n.loc)
+            else:
+                value_node = n.value
+            value = ex.check(value_node, scope, target.type)
+            return ir.Assign(target, value, loc=n.loc)
+        if isinstance(n, ast.MethodCallStmt):
+            result = self.c.calls.call(n.call, scope, as_value=False)
+            if isinstance(result, ir.Expr):
+                return ir.ExprStmt(result, loc=n.loc)
+            return result
+        if isinstance(n, ast.BlockStmt):
+            return self.block(n.statements, scope, where)
+        if isinstance(n, ast.IfStmt):
+            cond = ex.check(n.cond, scope, BOOL)
+            then = self._as_block(n.then, scope, where)
+            otherwise = self._as_block(n.else_, scope, where) if n.else_ is not None else None
+            return ir.If(cond, then, otherwise, loc=n.loc)
+        if isinstance(n, ast.SwitchStmt):
+            return self._switch(n, scope, where)
+        if isinstance(n, ast.ExitStmt):
+            if where.kind == "function":
+                raise d.error(n.loc, "exit is not allowed in a function")
+            if where.kind == "parser":
+                raise d.error(n.loc, "exit is not allowed in a parser")
+            return ir.Exit(loc=n.loc)
+        if isinstance(n, ast.ReturnStmt):
+            if where.kind == "parser":
+                raise d.error(n.loc, "return is not allowed in a parser")
+            if where.kind == "function":
+                rt = where.return_type
+                if n.value is None:
+                    if not isinstance(rt, VoidType):
+                        raise d.error(n.loc, "this function must return a value")
+                    return ir.Return(loc=n.loc)
+                return ir.Return(ex.check(n.value, scope, rt), loc=n.loc)
+            if n.value is not None:
+                raise d.error(n.loc, "return with a value outside a function")
+            return ir.Return(loc=n.loc)
+        if isinstance(n, ast.EmptyStmt):
+            return None
+        if isinstance(n, ast.VariableDecl):
+            return self.var_decl(n, scope)
+        if isinstance(n, ast.ConstantDecl):
+            self.c.declare_const(n, scope)
+            return None
+        if isinstance(n, ast.Instantiation):
+            raise d.error(n.loc, "instantiations are not allowed inside a block")
+        raise d.unsupported_error(getattr(n, "loc", None), f"the statement {type(n).__name__}")
+
+    def var_decl(self, n: ast.VariableDecl, scope: Scope) -> ir.VarDecl:
+        t = self.c.types.resolve(n.type, scope)
+        init = self.c.exprs.check(n.init, scope, t) if n.init is not None else None
+        local = ir.Local(n.name, t, "", annotations_of(n.annotations), loc=n.loc)
+        declare(scope, self.c.diags, n.name, Symbol("var", local, n), n.loc)
+        return ir.VarDecl(local, init, loc=n.loc)
+
+    def _as_block(self, n: ast.Statement, scope: Scope, where: Where) -> ir.Block:
+        if isinstance(n, ast.BlockStmt):
+            return self.block(n.statements, scope, where)
+        s = self.stmt(n, scope.child(), where)
+        return ir.Block((s,) if s is not None else ())
+
+    def _switch(self, n: ast.SwitchStmt, scope: Scope, where: Where) -> ir.Switch:
+        d = self.c.diags
+        subject = self.c.exprs.check(n.expr, scope)
+        on_table = isinstance(subject, ir.TableApplyResult) and subject.member == "action_run"
+        if not on_table:
+            st = subject.type
+            if not isinstance(st, (BitsType, EnumType, ErrorType)):
+                raise d.error(n.expr.loc, "switch needs t.apply().action_run or a bit<W>, int<W> or enum value")
+        cases: list[ir.SwitchCase] = []
+        seen: set[object] = set()
+        for case in n.cases:
+            body = self.block(case.body.statements, scope, where) if case.body is not None else None
+            if isinstance(case.label, ast.DefaultExpr):
+                cases.append(ir.SwitchCase((), body if body is not None else ir.Block(), True))
+                continue
+            if on_table:
+                label = self._action_label(case.label, subject.table, scope)  # type: ignore[union-attr]
+                key: object = id(label)
+            else:
+                label = self.c.exprs.check(case.label, scope, subject.type)
+                if not isinstance(label, ir.Const):
+                    raise d.error(case.label.loc, "a switch label must be a constant")
+                key = label.value
+            if key in seen:
+                raise d.error(case.label.loc, "duplicate switch label")
+            seen.add(key)
+            cases.append(ir.SwitchCase((label,), body))
+        return ir.Switch(subject, tuple(cases), loc=n.loc)
+
+    def _action_label(self, label: ast.Expression, table: ir.Table, scope: Scope) -> ir.Action:
+        if not isinstance(label, ast.PathExpr):
+            raise self.c.diags.error(label.loc, "a label of a switch on action_run must be an action name")
+        for ref in table.actions:
+            if ref.action.local_name == label.name or ref.action.name == label.name:
+                return ref.action
+        raise self.c.diags.error(label.loc, f"{label.name!r} is not an action of table {table.local_name}")
+
+
+__all__ = ["StmtChecker", "Where", "InfIntType"]

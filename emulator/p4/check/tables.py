@@ -1,0 +1,250 @@
+"""Tables (P4-16 §14.2): keys and their control-plane names, the action
+list, default action, const entries, size, implementation and direct
+resources; and keysets, shared with parser ``select``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from emulator.p4 import ast, ir
+from emulator.p4.check.context import Scope, annotation_string, has_annotation
+from emulator.p4.check.typeres import annotations_of
+from emulator.p4.types import BitsType, BoolType, EnumType, ErrorType, Type
+
+if TYPE_CHECKING:
+    from emulator.p4.check.program import Checker
+
+MATCH_KINDS = ("exact", "ternary", "lpm", "range", "optional", "selector")
+
+
+def key_name(e: ast.Expression) -> str | None:
+    """The match field name p4c derives from a key expression as written."""
+    if isinstance(e, ast.PathExpr):
+        return e.name
+    if isinstance(e, ast.MemberExpr):
+        base = key_name(e.base)
+        return None if base is None else f"{base}.{e.member}"
+    if isinstance(e, ast.CallExpr) and isinstance(e.callee, ast.MemberExpr) \
+            and e.callee.member == "isValid" and not e.args:
+        base = key_name(e.callee.base)
+        return None if base is None else f"{base}.$valid$"
+    if isinstance(e, ast.IndexExpr):
+        base, index = key_name(e.base), key_name(e.index)
+        return None if base is None or index is None else f"{base}[{index}]"
+    if isinstance(e, ast.SliceExpr):
+        base, hi, lo = key_name(e.base), key_name(e.hi), key_name(e.lo)
+        return None if None in (base, hi, lo) else f"{base}[{hi}:{lo}]"
+    if isinstance(e, ast.BinaryExpr) and e.op == "&":
+        left, right = key_name(e.left), key_name(e.right)
+        return None if left is None or right is None else f"{left} & {right}"
+    if isinstance(e, ast.IntLiteral):
+        return _literal_text(e)
+    return None
+
+
+def _literal_text(e: ast.IntLiteral) -> str:
+    text = e.text.lower().replace("_", "")
+    for sep in ("w", "s"):
+        if sep in text and text.split(sep, 1)[0].isdigit():
+            text = text.split(sep, 1)[1]
+            break
+    value = abs(e.value) if e.width is None else e.value
+    sign = "-" if text.startswith("-") else ""
+    body = text.lstrip("-")
+    if body.startswith("0x"):
+        return f"{sign}0x{value:x}"
+    if body.startswith("0b"):
+        return f"{sign}0b{value:b}"
+    if body.startswith("0o"):
+        return f"{sign}0o{value:o}"
+    return f"{sign}{value}"
+
+
+class TableChecker:
+    def __init__(self, checker: "Checker") -> None:
+        self.c = checker
+
+    def table(self, n: ast.TableDecl, scope: Scope, prefix: str,
+              instances: list[ir.Instance]) -> ir.Table:
+        from emulator.p4.check.blocks import control_plane_name
+        d = self.c.diags
+        props: dict[str, ast.TableProperty] = {}
+        for p in n.properties:
+            if p.name in props:
+                raise d.error(p.loc, f"table {n.name}: property {p.name} given twice")
+            props[p.name] = p
+        keys: list[ir.TableKey] = []
+        kp = props.get("key")
+        if isinstance(kp, ast.KeyProperty):
+            for el in kp.elements:
+                keys.append(self._key(el, scope, n.name))
+        if sum(k.match_kind == "lpm" for k in keys) > 1:
+            raise d.error(n.loc, f"table {n.name}: BMv2 allows at most one lpm key")
+        refs: list[ir.ActionRef] = []
+        ap = props.get("actions")
+        if not isinstance(ap, ast.ActionsProperty):
+            raise d.error(n.loc, f"table {n.name} has no actions property")
+        for ref in ap.actions:
+            if ref.args:
+                raise d.unsupported_error(ref.loc, "an action with bound arguments in a table's action list")
+            action = self._action(ref, scope)
+            refs.append(ir.ActionRef(action, annotations_of(ref.annotations)))
+        default = props.get("default_action")
+        if isinstance(default, ast.DefaultActionProperty) and default.action is not None:
+            bound = self._bound(default.action, scope, refs, n.name)
+            default_const = default.is_const
+        else:
+            noaction = scope.lookup("NoAction")
+            if noaction is None:
+                raise d.error(n.loc, f"table {n.name} has no default_action and NoAction is not declared")
+            bound = ir.BoundAction(self.c.blocks.action_for(noaction, n.loc), ())
+            default_const = False
+        entries: list[ir.TableEntry] = []
+        entries_const = False
+        ep = props.get("entries")
+        if isinstance(ep, ast.EntriesProperty):
+            entries_const = ep.is_const
+            if not entries_const:
+                raise d.unsupported_error(ep.loc, "non-const table entries")
+            for entry in ep.entries:
+                keysets = self.keysets(entry.keysets, [k.expr.type for k in keys], scope, entry.loc,
+                                       kinds=[k.match_kind for k in keys])
+                action = self._bound(entry.action, scope, refs, n.name)
+                priority = None
+                if entry.priority is not None:
+                    priority = self.c.const_int(entry.priority, scope, "a priority")
+                entries.append(ir.TableEntry(tuple(keysets), action, priority,
+                                             annotations_of(entry.annotations), loc=entry.loc))
+        size = 1024
+        other: dict[str, ir.Expr] = {}
+        implementation = direct_counter = direct_meter = None
+        for name, prop in props.items():
+            if name in ("key", "actions", "default_action", "entries"):
+                continue
+            if not isinstance(prop, ast.ExpressionProperty) or prop.value is None:
+                raise d.error(prop.loc, f"table {n.name}: property {name} needs a value")
+            if name == "size":
+                size = self.c.const_int(prop.value, scope, "a table size")
+            elif name in ("implementation", "counters", "meters"):
+                inst = self._attached(prop, scope, instances)
+                if name == "implementation":
+                    if inst.type.name not in ("action_profile", "action_selector"):
+                        raise d.error(prop.loc, "implementation must be an action_profile or action_selector")
+                    implementation = inst
+                elif name == "counters":
+                    if inst.type.name != "direct_counter":
+                        raise d.error(prop.loc, "counters must be a direct_counter")
+                    direct_counter = inst
+                else:
+                    if inst.type.name != "direct_meter":
+                        raise d.error(prop.loc, "meters must be a direct_meter")
+                    direct_meter = inst
+            else:
+                other[name] = self.c.exprs.check(prop.value, scope)
+        selector = any(k.match_kind == "selector" for k in keys)
+        if selector and (implementation is None or implementation.type.name != "action_selector"):
+            raise d.error(n.loc, f"table {n.name}: selector keys need an action_selector implementation")
+        return ir.Table(control_plane_name(prefix, n.name, n.annotations), n.name, tuple(keys),
+                        tuple(refs), bound, default_const, tuple(entries), entries_const, size,
+                        implementation, direct_counter, direct_meter, annotations_of(n.annotations),
+                        other, loc=n.loc)
+
+    def _key(self, el: ast.KeyElement, scope: Scope, table: str) -> ir.TableKey:
+        d = self.c.diags
+        if el.match_kind not in MATCH_KINDS:
+            sym = scope.lookup(el.match_kind)
+            if sym is None or sym.kind != "match_kind":
+                raise d.error(el.loc, f"unknown match kind {el.match_kind!r}; allowed: {', '.join(MATCH_KINDS)}")
+            raise d.unsupported_error(el.loc, f"match kind {el.match_kind!r}")
+        expr = self.c.exprs.check(el.expr, scope)
+        if not isinstance(expr.type, (BitsType, BoolType, EnumType, ErrorType)):
+            raise d.error(el.expr.loc, f"a key of type {expr.type} cannot be matched")
+        if isinstance(expr.type, EnumType) and expr.type.underlying is None:
+            raise d.error(el.expr.loc, "a key of a non-serializable enum type cannot be matched")
+        name = annotation_string(el.annotations, "name") or key_name(el.expr)
+        if name is None:
+            raise d.error(el.expr.loc, f"table {table}: this key needs a @name annotation")
+        return ir.TableKey(expr, el.match_kind, name, annotations_of(el.annotations))
+
+    def _action(self, ref: ast.ActionRef, scope: Scope) -> ir.Action:
+        sym = scope.lookup(ref.name)
+        if sym is None or sym.kind != "action":
+            raise self.c.diags.error(ref.loc, f"{ref.name!r} is not an action")
+        return self.c.blocks.action_for(sym, ref.loc)
+
+    def _bound(self, ref: ast.ActionRef, scope: Scope, refs: list[ir.ActionRef],
+               table: str) -> ir.BoundAction:
+        d = self.c.diags
+        action = self._action(ref, scope)
+        if not any(r.action is action for r in refs):
+            raise d.error(ref.loc, f"{ref.name} is not in the actions of table {table}")
+        params = [p for p in action.params if not p.direction]
+        if any(p.direction for p in action.params):
+            raise d.unsupported_error(ref.loc, "an action with directional parameters in a table")
+        args = ref.args or ()
+        if len(args) != len(params):
+            raise d.error(ref.loc, f"{ref.name} takes {len(params)} arguments, got {len(args)}")
+        values = tuple(self.c.exprs.const(a.value, scope, p.type) for a, p in zip(args, params))
+        return ir.BoundAction(action, values)
+
+    def _attached(self, prop: ast.ExpressionProperty, scope: Scope,
+                  instances: list[ir.Instance]) -> ir.Instance:
+        d = self.c.diags
+        value = prop.value
+        if isinstance(value, ast.PathExpr):
+            sym = scope.lookup(value.name)
+            if sym is None or sym.kind != "instance" or not isinstance(sym.value, ir.Instance):
+                raise d.error(value.loc, f"{value.name!r} is not an extern instance")
+            return sym.value
+        if isinstance(value, ast.ConstructorCallExpr):
+            name = annotation_string(prop.annotations, "name")
+            if name is None:
+                raise d.error(prop.loc, f"an extern built in table property {prop.name} needs @name")
+            inst = self.c.blocks.extern_instance(value.type, value.args, prop.annotations,
+                                                 name.lstrip("."), name.lstrip("."), scope, value.loc)
+            instances.append(inst)
+            return inst
+        raise d.error(prop.loc, f"property {prop.name} needs an extern instance")
+
+    # ---- keysets -------------------------------------------------------------------------
+    def keysets(self, nodes: tuple[ast.Expression, ...], types: list[Type], scope: Scope, loc,  # type: ignore[no-untyped-def]
+                kinds: list[str] | None = None) -> list[ir.Keyset]:
+        d = self.c.diags
+        if len(nodes) == 1 and len(types) != 1:
+            only = nodes[0]
+            if isinstance(only, ast.DefaultExpr) or isinstance(only, ast.DontCareExpr):
+                return [ir.KeysetDefault()]
+            if isinstance(only, ast.PathExpr):
+                sym = scope.lookup(only.name)
+                if sym is not None and sym.kind == "value_set":
+                    return [ir.KeysetValueSet(sym.value)]  # type: ignore[arg-type]
+            if isinstance(only, ast.ListExpr):
+                nodes = only.elements
+        if len(nodes) != len(types):
+            raise d.error(loc, f"{len(nodes)} keyset values for {len(types)} keys")
+        return [self._keyset(node, t, scope) for node, t in zip(nodes, types)]
+
+    def _keyset(self, node: ast.Expression, t: Type, scope: Scope) -> ir.Keyset:
+        if isinstance(node, (ast.DefaultExpr, ast.DontCareExpr)):
+            return ir.KeysetDefault()
+        if isinstance(node, ast.MaskExpr):
+            return ir.KeysetMask(self._value(node.value, t, scope), self._value(node.mask, t, scope))
+        if isinstance(node, ast.RangeExpr):
+            return ir.KeysetRange(self._value(node.lo, t, scope), self._value(node.hi, t, scope))
+        if isinstance(node, ast.PathExpr):
+            sym = scope.lookup(node.name)
+            if sym is not None and sym.kind == "value_set":
+                return ir.KeysetValueSet(sym.value)  # type: ignore[arg-type]
+        return ir.KeysetValue(self._value(node, t, scope))
+
+    def _value(self, node: ast.Expression, t: Type, scope: Scope) -> int:
+        c = self.c.exprs.const(node, scope, t)
+        value = c.value
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(t, BitsType) and t.signed:
+            return int(value) & t.mask  # type: ignore[call-overload]
+        return int(value)  # type: ignore[call-overload]
+
+
+__all__ = ["TableChecker", "key_name", "has_annotation"]
