@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 # ``func`` on the parsed namespace.
 COMMANDS: dict[str, str] = {
     "topo": "emulator.cli.topo",
+    "p4": "emulator.cli.p4",
 }
 
 

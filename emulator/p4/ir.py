@@ -418,6 +418,7 @@ class Parser:
     instances: tuple["Instance", ...] = ()
     value_sets: tuple[ValueSet, ...] = ()
     annotations: tuple[Annotation, ...] = ()
+    sub_blocks: tuple["Control | Parser", ...] = ()
     loc: SourceLocation | None = field(default=None, kw_only=True)
 
 
@@ -525,7 +526,11 @@ class Table:
 @dataclass(eq=False)
 class Control:
     """A control block. ``locals`` are the control's variable declarations
-    (run at the start of every apply); ``body`` is the apply block."""
+    (run at the start of every apply); ``body`` is the apply block.
+    ``actions``, ``tables`` and ``instances`` are in declaration order (an
+    extern built in a table property sits at its table's position);
+    ``sub_blocks`` are the instantiated controls/parsers in declaration
+    order, then those applied directly by type (``D.apply()``)."""
 
     name: str
     params: tuple[Local, ...]
@@ -535,16 +540,19 @@ class Control:
     tables: tuple[Table, ...] = ()
     instances: tuple[Instance, ...] = ()
     annotations: tuple[Annotation, ...] = ()
+    sub_blocks: tuple["Control | Parser", ...] = ()
     loc: SourceLocation | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
 class Package:
     """The top-level package instantiation (``V1Switch(...) main;``):
-    ``blocks`` in the package's parameter order."""
+    ``blocks`` in the package's parameter order; ``annotations`` those of
+    the ``main`` declaration (``@pkginfo`` …)."""
 
     type_name: str
     blocks: tuple["Parser | Control", ...]
+    annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(eq=False)

@@ -122,6 +122,7 @@ class BlockChecker:
         if block is None:
             block = self.instantiate(sym.decl, f"{scope.owner}.{name}", (), scope, loc)  # type: ignore[arg-type]
             self.c.direct_instances[key] = block
+            self.c.late_sub_blocks.setdefault(scope.owner, []).append(block)
         return block
 
     def _locals(self, decl: ast.ControlDecl | ast.ParserDecl, prefix: str, scope: Scope,
@@ -131,6 +132,7 @@ class BlockChecker:
         tables: list[ir.Table] = []
         instances: list[ir.Instance] = []
         value_sets: list[ir.ValueSet] = []
+        self.c.sub_blocks_stack.append([])
         for local in decl.locals:
             try:
                 if isinstance(local, ast.VariableDecl):
@@ -151,6 +153,8 @@ class BlockChecker:
                     declare(scope, self.c.diags, local.name, Symbol("instance", inst, local), local.loc)
                     if isinstance(inst, ir.Instance):
                         instances.append(inst)
+                    else:
+                        self.c.sub_blocks_stack[-1].append(inst)
                 elif isinstance(local, ast.ValueSetDecl):
                     vs = self._value_set(local, scope, prefix)
                     declare(scope, self.c.diags, local.name, Symbol("value_set", vs, local), local.loc)
@@ -165,8 +169,10 @@ class BlockChecker:
                  params: list[ir.Local]) -> ir.Control:
         var_decls, actions, tables, instances, _vs = self._locals(decl, prefix, scope)
         body = self.c.stmts.block(decl.body.statements, scope, Where("control"))
+        subs = self.c.sub_blocks_stack.pop()
         return ir.Control(prefix, tuple(params), tuple(var_decls), body, tuple(actions),
-                          tuple(tables), tuple(instances), annotations_of(decl.annotations), loc=decl.loc)
+                          tuple(tables), tuple(instances), annotations_of(decl.annotations),
+                          tuple(subs), loc=decl.loc)
 
     def _parser(self, decl: ast.ParserDecl, prefix: str, scope: Scope,
                 params: list[ir.Local]) -> ir.Parser:
@@ -185,8 +191,10 @@ class BlockChecker:
                                                 annotations_of(s.annotations), loc=s.loc)
             except Abort:
                 continue
+        subs = self.c.sub_blocks_stack.pop()
         return ir.Parser(prefix, tuple(params), tuple(var_decls), states, tuple(instances),
-                         tuple(value_sets), annotations_of(decl.annotations), loc=decl.loc)
+                         tuple(value_sets), annotations_of(decl.annotations), tuple(subs),
+                         loc=decl.loc)
 
     def _transition(self, s: ast.ParserState, scope: Scope, names: set[str]) -> str | ir.Select:
         t = s.transition

@@ -10,7 +10,7 @@ from emulator.p4.check.context import Abort, Diagnostics, Scope, Symbol, declare
 from emulator.p4.check.expr import ExprChecker
 from emulator.p4.check.stmt import StmtChecker
 from emulator.p4.check.tables import TableChecker
-from emulator.p4.check.typeres import TypeResolver
+from emulator.p4.check.typeres import TypeResolver, annotations_of
 from emulator.p4.types import ErrorType, ExternType, StructType, Type
 
 TYPE_DECLS = (ast.HeaderTypeDecl, ast.HeaderUnionDecl, ast.StructTypeDecl, ast.EnumDecl,
@@ -31,6 +31,8 @@ class Checker:
         self.all_instances: list[ir.Instance] = []
         self.all_value_sets: list[ir.ValueSet] = []
         self.direct_instances: dict[tuple[str, str], ir.Control | ir.Parser] = {}
+        self.sub_blocks_stack: list[list[ir.Control | ir.Parser]] = []
+        self.late_sub_blocks: dict[str, list[ir.Control | ir.Parser]] = {}
         self.types = TypeResolver(self)
         self.exprs = ExprChecker(self)
         self.calls = CallChecker(self)
@@ -127,7 +129,21 @@ class Checker:
         for param, arg in zip(pkg.params, main.args):
             blocks.append(self._package_arg(param, arg))
         self._check_package_types(pkg, blocks, main)
-        return ir.Package(pkg.name, tuple(blocks))
+        for block in self._all_blocks(blocks):
+            late = self.late_sub_blocks.get(block.name)
+            if late:
+                block.sub_blocks = block.sub_blocks + tuple(late)
+        return ir.Package(pkg.name, tuple(blocks), annotations_of(main.annotations))
+
+    def _all_blocks(self, blocks: list[ir.Control | ir.Parser]) -> list[ir.Control | ir.Parser]:
+        out: list[ir.Control | ir.Parser] = []
+        todo = list(blocks)
+        while todo:
+            b = todo.pop(0)
+            out.append(b)
+            todo.extend(b.sub_blocks)
+            todo.extend(self.late_sub_blocks.get(b.name, ()))
+        return out
 
     def _package_arg(self, param: ast.Param, arg: ast.Argument) -> ir.Control | ir.Parser:
         d = self.diags
