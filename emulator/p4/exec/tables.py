@@ -92,6 +92,24 @@ class ActionProfile:
     def with_selector(self) -> bool:
         return self.hash_fn is not None
 
+    def add_member(self, member_id: int, entry: Entry) -> None:
+        if member_id in self.members:
+            raise RuntimeConfigError(f"{self.name}: member {member_id} already exists")
+        if len(self.members) >= self.size:
+            raise RuntimeConfigError(f"{self.name}: profile is full ({self.size} members)")
+        self.members[member_id] = entry
+
+    def set_group(self, group_id: int, member_ids: Sequence[int],
+                  weights: Sequence[int] | None = None) -> None:
+        """Create or replace a group; a member of weight w appears w times."""
+        for m in member_ids:
+            if m not in self.members:
+                raise RuntimeConfigError(f"{self.name}: group {group_id} names unknown member {m}")
+        expanded: list[int] = []
+        for i, m in enumerate(member_ids):
+            expanded.extend([m] * (weights[i] if weights else 1))
+        self.groups[group_id] = expanded
+
     def select(self, group_id: int, selector_parts: Sequence[tuple[int, int]]) -> Entry | None:
         members = self.groups.get(group_id)
         if not members or self.hash_fn is None:
@@ -190,6 +208,24 @@ class Table:
             raise RuntimeConfigError(f"table {self.name}: table is full ({self.size} entries)")
         self._entries[store_key] = entry
         self._rebuild()
+
+    def make_indirect_entry(self, key: tuple, priority: int = 0, *, member: int | None = None,
+                            group: int | None = None) -> Entry:
+        """An entry of a table with an action profile: it points to a
+        member or (with a selector) a group instead of holding an action."""
+        if self.profile is None:
+            raise RuntimeConfigError(f"table {self.name} has no action profile")
+        if (member is None) == (group is None):
+            raise RuntimeConfigError(f"table {self.name}: an entry points to a member or a group")
+        if group is not None and not self.profile.with_selector:
+            raise RuntimeConfigError(f"table {self.name}: groups need an action selector")
+        entry = Entry(None, (), None, True, key, priority)
+        entry.member, entry.group = member, group
+        return entry
+
+    def make_member(self, action_name: str, params: Sequence[int]) -> Entry:
+        """An action-profile member for this table's profile."""
+        return self.make_entry(action_name, params)
 
     def find(self, key: tuple, priority: int = 0) -> Entry | None:
         return self._entries.get((key, priority) if self.needs_priority else key)

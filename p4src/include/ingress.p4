@@ -1,0 +1,139 @@
+/*
+ * fabric.p4 ingress: packet-out from the controller, classification of
+ * traffic classes into priorities, IPv4 routing with ECMP over an action
+ * selector, and the ingress side of PFC: per (ingress port, priority)
+ * buffer accounting that sends a pause frame upstream when the bytes a
+ * port holds in the buffer pass XOFF (as a switch with ingress-accounted
+ * lossless buffers does).
+ */
+#ifndef FABRIC_INGRESS_P4
+#define FABRIC_INGRESS_P4
+
+control FabricIngress(inout headers_t hdr, inout metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
+    counter(PORT_PRIO_SLOTS, CounterType.packets_and_bytes) rx_counter;
+    counter(PORT_PRIO_SLOTS, CounterType.packets_and_bytes) drop_counter;
+    counter(PORT_PRIO_SLOTS, CounterType.packets) pfc_rx_counter;
+
+    bit<32> xoff_bytes = 0;
+
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    action set_priority(bit<3> priority) {
+        standard_metadata.priority = priority;
+    }
+
+    /* DSCP (and PCP when tagged, BTH opcode for CNPs) to priority. */
+    table classify {
+        key = {
+            hdr.ipv4.dscp: ternary;
+            hdr.vlan.isValid(): ternary;
+            hdr.vlan.pcp: ternary;
+            hdr.bth.isValid(): ternary;
+            hdr.bth.opcode: ternary;
+        }
+        actions = { set_priority; NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    action set_nexthop(bit<9> port, bit<48> smac, bit<48> dmac) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.src_addr = smac;
+        hdr.ethernet.dst_addr = dmac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    /* ECMP: one member per next hop; the hash covers the 5-tuple, the
+     * RoCE UDP source port included, so queue pairs spread over spines. */
+    action_selector(HashAlgorithm.crc16, 32w4096, 32w16) ecmp_selector;
+
+    table routes {
+        key = {
+            hdr.ipv4.dst_addr: lpm;
+            hdr.ipv4.src_addr: selector;
+            meta.flow_dst: selector;
+            hdr.ipv4.protocol: selector;
+            meta.l4_src_port: selector;
+            meta.l4_dst_port: selector;
+        }
+        actions = { set_nexthop; NoAction; }
+        implementation = ecmp_selector;
+        size = 4096;
+    }
+
+    action set_lossless(bit<32> xoff, bit<16> quanta) {
+        meta.lossless = 1;
+        xoff_bytes = xoff;
+        meta.pfc_quanta = quanta;
+    }
+
+    /* Lossless (port, priority) pairs and their XOFF threshold in bytes. */
+    table pfc_ingress {
+        key = {
+            standard_metadata.ingress_port: exact;
+            standard_metadata.priority: exact;
+        }
+        actions = { set_lossless; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    apply {
+        if (hdr.packet_out.isValid()) {
+            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            exit;
+        }
+        meta.port_prio = ((bit<32>)standard_metadata.ingress_port << 3);
+        if (hdr.pfc.isValid()) {
+            /* Only targets without PFC in the MAC hand these to P4. */
+            pfc_rx_counter.count(meta.port_prio);
+            drop();
+            exit;
+        }
+        if (!hdr.ipv4.isValid()) {
+            /* Hosts have static neighbours: ARP and other L2 traffic end here. */
+            drop_counter.count(meta.port_prio);
+            drop();
+            exit;
+        }
+        classify.apply();
+        meta.port_prio = meta.port_prio | (bit<32>)standard_metadata.priority;
+        rx_counter.count(meta.port_prio);
+        if (hdr.ipv4.ttl <= 1) {
+            drop_counter.count(meta.port_prio);
+            drop();
+            exit;
+        }
+        meta.flow_dst = hdr.ipv4.dst_addr;
+        if (!routes.apply().hit) {
+            drop_counter.count(meta.port_prio);
+            drop();
+            exit;
+        }
+        pfc_ingress.apply();
+        if (meta.lossless == 1) {
+            bit<32> held;
+            pfc_occupancy.read(held, meta.port_prio);
+            held = held + standard_metadata.packet_length;
+            pfc_occupancy.write(meta.port_prio, held);
+            if (held >= xoff_bytes) {
+                bit<48> paused_at;
+                pfc_paused_at.read(paused_at, meta.port_prio);
+                if (paused_at == 0) {
+                    /* XOFF once per transition; egress refreshes it. */
+                    pfc_paused_at.write(meta.port_prio, standard_metadata.ingress_global_timestamp + 1);
+                    meta.pfc_frame = 1;
+                    meta.pfc_priority = standard_metadata.priority;
+                    clone_preserving_field_list(CloneType.I2E,
+                        PFC_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, 1);
+                }
+            }
+        }
+    }
+}
+
+#endif
