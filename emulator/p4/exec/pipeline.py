@@ -102,6 +102,9 @@ class V1ModelPipeline:
         self.rng = random.Random(seed)
         start = time.monotonic()
         self._clock_us = clock_us or (lambda: (time.monotonic() - start) * 1e6)
+        # The pipeline's clock in microseconds (timestamps, meters); the
+        # switch target reads it to timestamp enqueues consistently.
+        self.clock_us = self._clock_us
         (self.parser_block, self.verify_block, self.ingress_block, self.egress_block,
          self.compute_block, self.deparser_block) = program.package.blocks
         self._types = self._block_param_types()

@@ -1,0 +1,263 @@
+"""Forwarded packets per second of one switch on two veth ports.
+
+A switch (built-in or BMv2) runs basic IPv4 forwarding (a few LPM entries)
+between two veths in network namespaces; a raw-socket blaster in another
+process and namespace offers pre-built frames at a fixed rate; this process
+counts what comes out of the other veth. Prints figures, passes or fails
+nothing. Needs root. Run from the repository root::
+
+    .venv/bin/python benchmarks/switch_pps.py --target builtin --seconds 5 [--json]
+
+``pps`` is what the receiver got per second over the measuring window;
+``us_per_packet`` the switch process's CPU time per forwarded packet;
+``cpu_percent`` its CPU use over the window (100 = one core), from /proc.
+
+Until the P4 front end can compile ``p4src/``, the built-in switch gets its
+program from the test launcher (``tests/root/test_builtin_switch_launcher.py``,
+the basic program built as IR). ``--target bmv2`` needs ``p4c-bm2-ss`` and
+``simple_switch_grpc`` (the Vagrant VM) and a P4 source (``--p4``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CLONE_NEWNET = 0x40000000
+SWITCH_MAC = {1: 0x020000000101, 2: 0x020000000202, 3: 0x020000000303}
+BMV2_TOOLS = ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
+
+# The blaster, run as `python -c BLASTER IFACE FRAME_HEX RATE_PPS SECONDS` in h1:
+# sends the frame (its IP id counting up) at RATE_PPS (0: as fast as it can).
+BLASTER = r"""
+import socket, sys, time
+iface, frame, rate, seconds = sys.argv[1], bytes.fromhex(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+s.bind((iface, 3))
+frames = [frame[:18] + (i).to_bytes(2, "big") + frame[20:] for i in range(256)]
+send = s.send
+start = time.monotonic()
+n = 0
+while True:
+    now = time.monotonic()
+    if now - start >= seconds:
+        break
+    due = int((now - start) * rate) + 1 if rate else n + 256
+    while n < due:
+        try:
+            send(frames[n & 255])
+        except OSError:
+            pass
+        n += 1
+    if rate:
+        time.sleep(0.0002)
+print(n, time.monotonic() - start)
+"""
+
+
+def sh(*args: str) -> None:
+    subprocess.run(args, check=True, capture_output=True, timeout=20)
+
+
+def ipv4_frame(dst_port: int, length: int) -> bytes:
+    payload = length - 14 - 20 - 8
+    eth = struct.pack("!6s6sH", b"\x02\x00\x00\x00\x00\xaa", b"\x02\x00\x00\x00\x00\xbb", 0x0800)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + payload, 0, 0, 64, 17, 0,
+                     bytes([10, 0, 1, 1]), bytes([10, 0, dst_port, 2]))
+    return eth + ip + struct.pack("!HHHH", 1000, 2000, 8 + payload, 0) + bytes(payload)
+
+
+def raw_socket_in(ns: str, iface: str) -> socket.socket:
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {ns}")
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+            sock.bind((iface, 3))
+        finally:
+            libc.setns(home, CLONE_NEWNET)
+    finally:
+        os.close(home)
+        os.close(target)
+    sock.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE
+    return sock
+
+
+class Network:
+    """Namespaces sw, h1, h2 and veths h1:eth0—sw:sw-eth1, sw:sw-eth2—h2:eth0."""
+
+    def __init__(self) -> None:
+        prefix = f"afxb-{os.getpid()}"
+        self.ns = {k: f"{prefix}-{k}" for k in ("sw", "h1", "h2")}
+        self.created: list[str] = []
+
+    def __enter__(self) -> "Network":
+        try:
+            for ns in self.ns.values():
+                sh("ip", "netns", "add", ns)
+                self.created.append(ns)
+                sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                   "net.ipv6.conf.default.disable_ipv6=1")
+            for n in (1, 2):
+                a, b = f"afxb{os.getpid() % 100000}s{n}", f"afxb{os.getpid() % 100000}h{n}"
+                sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+                sh("ip", "link", "set", a, "netns", self.ns["sw"], "name", f"sw-eth{n}")
+                sh("ip", "link", "set", b, "netns", self.ns[f"h{n}"], "name", "eth0")
+                sh("ip", "netns", "exec", self.ns["sw"], "ip", "link", "set", f"sw-eth{n}", "up")
+                sh("ip", "netns", "exec", self.ns[f"h{n}"], "ip", "link", "set", "eth0", "up")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for ns in self.created:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def start_builtin(net: Network, tmp: str, log_level: str) -> tuple[subprocess.Popen, callable]:
+    from emulator.targets.builtin.queue_control import QueueControlClient
+
+    ctl = f"unix:{tmp}/ctl.sock"
+    cmd = ["ip", "netns", "exec", net.ns["sw"], sys.executable, "-m",
+           "tests.root.test_builtin_switch_launcher", "-i", "1@sw-eth1", "-i", "2@sw-eth2",
+           "--grpc-server-addr", ctl, "--log-level", log_level, "--log-file", f"{tmp}/switch.log"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    client = QueueControlClient(ctl)
+    client.wait_ready(30)
+    return proc, client
+
+
+def start_bmv2(net: Network, tmp: str, p4: str) -> tuple[subprocess.Popen, None]:
+    sh("p4c-bm2-ss", "--p4v", "16", "-o", f"{tmp}/prog.json", p4)
+    cmd = ["ip", "netns", "exec", net.ns["sw"], "simple_switch_grpc", "-i", "1@sw-eth1",
+           "-i", "2@sw-eth2", "--thrift-port", "9090", "--log-level", "off", f"{tmp}/prog.json",
+           "--", "--grpc-server-addr", "127.0.0.1:9559"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(2)
+    entries = "".join(
+        f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.{p}.0/24 => "
+        f"{SWITCH_MAC[p]:#014x} {p}\n" for p in (1, 2, 3))
+    subprocess.run(["ip", "netns", "exec", net.ns["sw"], "simple_switch_CLI", "--thrift-port",
+                    "9090"], input=entries.encode(), capture_output=True, timeout=20, check=True)
+    return proc, None
+
+
+def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: str,
+        log_level: str, profile: str | None) -> dict:
+    with Network() as net, tempfile.TemporaryDirectory(prefix="afxb-") as tmp:
+        if target == "builtin":
+            proc, client = start_builtin(net, tmp, log_level)
+        else:
+            proc, client = start_bmv2(net, tmp, p4)
+        spy = None
+        try:
+            rx = raw_socket_in(net.ns["h2"], "eth0")
+            rx.settimeout(0.2)
+            frame = ipv4_frame(2, frame_bytes)
+            warmup = 1.0
+            blaster = subprocess.Popen(
+                ["ip", "netns", "exec", net.ns["h1"], sys.executable, "-c", BLASTER, "eth0",
+                 frame.hex(), str(offered_pps), str(seconds + warmup + 0.5)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            arrivals = 0
+            t_start = time.monotonic()
+            while time.monotonic() - t_start < warmup:
+                try:
+                    rx.recv(65535)
+                except socket.timeout:
+                    pass
+            if profile:
+                spy = subprocess.Popen(["py-spy", "record", "-p", str(proc.pid), "-o", profile,
+                                        "-d", str(int(seconds)), "-f", "raw", "--threads", "--gil"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cpu0, w0 = cpu_seconds(proc.pid), time.monotonic()
+            while time.monotonic() - w0 < seconds:
+                try:
+                    data = rx.recv(65535)
+                except socket.timeout:
+                    continue
+                if data[12:14] == b"\x08\x00":
+                    arrivals += 1
+            cpu1, w1 = cpu_seconds(proc.pid), time.monotonic()
+            out, err = blaster.communicate(timeout=30)
+            if blaster.returncode:
+                raise RuntimeError(f"blaster failed: {err.strip()}")
+            sent, blast_s = out.split()
+            if spy is not None:
+                spy.wait(seconds + 30)
+        finally:
+            if client is not None:
+                client.close()
+            proc.terminate()
+            proc.wait(10)
+        wall = w1 - w0
+        pps = arrivals / wall
+        user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+        cpu = user + system
+        return {"target": target, "pps": round(pps), "offered_pps": round(int(sent) / float(blast_s)),
+                "us_per_packet": round(cpu / arrivals * 1e6, 2) if arrivals else None,
+                "cpu_percent": round(100 * cpu / wall, 1),
+                "system_cpu_percent": round(100 * system / wall, 1), "frame_bytes": frame_bytes,
+                "seconds": round(wall, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=("builtin", "bmv2"), default="builtin")
+    parser.add_argument("--seconds", type=float, default=5.0, help="measuring window")
+    parser.add_argument("--offered-pps", type=float, default=100_000,
+                        help="blaster rate (0: as fast as it can)")
+    parser.add_argument("--frame-bytes", type=int, default=100)
+    parser.add_argument("--p4", default=str(REPO / "p4src" / "basic.p4"), help="bmv2: P4 source")
+    parser.add_argument("--log-level", default="warn", help="builtin: switch log level")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="py-spy record (raw, GIL-holding samples) of the switch into FILE")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("switch_pps: needs root (network namespaces, veth)", file=sys.stderr)
+        return 1
+    if args.profile and shutil.which("py-spy") is None:
+        print("switch_pps: --profile needs py-spy on PATH (pip install py-spy)", file=sys.stderr)
+        return 1
+    if args.target == "bmv2":
+        missing = [t for t in BMV2_TOOLS if shutil.which(t) is None]
+        if missing:
+            print(f"switch_pps: bmv2 not measured: {', '.join(missing)} not installed "
+                  "(simple_switch_grpc/p4c come with the Vagrant VM)")
+            return 0
+    result = run(args.target, args.seconds, args.offered_pps, args.frame_bytes, args.p4,
+                 args.log_level, args.profile)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>14}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""Port and switch settings of the built-in target, and where they come from.
+
+A :class:`PortConfig` holds what the topology says about a link end and what
+P4Runtime cannot set: the port's rate, its propagation delay, the buffer of
+each of its queues and on which priorities it honours PFC. Every port starts
+from one default (command line or the ``default`` object of a port-config
+file) overridden per port.
+
+Port-config file (``--port-config FILE.json``)::
+
+    {"default": {"rate_bps": 10e6, "delay_us": 5, "buffer_bytes": 96000},
+     "ports": {"1": {"rate_bps": 1e9, "pfc_priorities": [3, 4]},
+               "2": {"delay_us": 100}}}
+
+Keys: ``rate_bps`` (0 = unlimited), ``delay_us``, ``buffer_bytes`` (per
+queue, see :mod:`.tm`), ``overhead_bytes`` (bytes added to every frame when
+timing its serialisation, 0 by default: the rate counts the L2 frame as the
+socket sees it, without FCS, preamble or inter-frame gap; 24 gives Ethernet
+line-rate semantics) and ``pfc_priorities`` (list of priorities on which a
+received PFC frame pauses the port's queues; all eight by default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from emulator.targets.builtin.errors import PortConfigError
+
+NUM_PFC_PRIORITIES = 8
+# About BMv2's default queue of 64 packets at 1500 bytes.
+DEFAULT_BUFFER_BYTES = 96_000
+ALL_PRIORITIES = frozenset(range(NUM_PFC_PRIORITIES))
+PORT_KEYS = ("rate_bps", "delay_us", "buffer_bytes", "overhead_bytes", "pfc_priorities")
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    """Settings of one port; see the module docstring for units."""
+
+    rate_bps: float = 0.0
+    delay_us: float = 0.0
+    buffer_bytes: int = DEFAULT_BUFFER_BYTES
+    overhead_bytes: int = 0
+    pfc_priorities: frozenset[int] = ALL_PRIORITIES
+
+    def __post_init__(self) -> None:
+        _check_number("rate_bps", self.rate_bps)
+        _check_number("delay_us", self.delay_us)
+        _check_number("buffer_bytes", self.buffer_bytes, integer=True)
+        _check_number("overhead_bytes", self.overhead_bytes, integer=True)
+        bad = [p for p in self.pfc_priorities
+               if not isinstance(p, int) or not 0 <= p < NUM_PFC_PRIORITIES]
+        if bad:
+            raise PortConfigError(f"pfc_priorities: {bad} not in 0..{NUM_PFC_PRIORITIES - 1}")
+
+    def updated(self, settings: Mapping[str, Any]) -> "PortConfig":
+        """A copy with ``settings`` (a subset of :data:`PORT_KEYS`) applied."""
+        unknown = sorted(set(settings) - set(PORT_KEYS))
+        if unknown:
+            raise PortConfigError(
+                f"unknown port setting(s) {', '.join(unknown)}; known: {', '.join(PORT_KEYS)}")
+        changes: dict[str, Any] = {}
+        for key, value in settings.items():
+            if value is None:
+                continue
+            if key == "pfc_priorities":
+                changes[key] = _priorities(value)
+            elif key in ("buffer_bytes", "overhead_bytes"):
+                changes[key] = _integer(key, value)
+            else:
+                changes[key] = _float(key, value)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rate_bps": self.rate_bps, "delay_us": self.delay_us,
+                "buffer_bytes": self.buffer_bytes, "overhead_bytes": self.overhead_bytes,
+                "pfc_priorities": sorted(self.pfc_priorities)}
+
+
+@dataclass
+class SwitchOptions:
+    """Switch-wide settings (the target options of ``simple_switch_grpc``
+    and ours)."""
+
+    device_id: int = 0
+    priority_queues: int = 8
+    cpu_port: int | None = None
+    # Hand received PFC frames to the P4 program too (the MAC acts on them anyway).
+    pfc_to_pipeline: bool = False
+    default_port: PortConfig = field(default_factory=PortConfig)
+    port_settings: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pcap_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.priority_queues <= NUM_PFC_PRIORITIES:
+            raise PortConfigError(
+                f"priority_queues must be in 1..{NUM_PFC_PRIORITIES} (standard_metadata.priority "
+                f"has 3 bits), got {self.priority_queues}")
+
+    def port_config(self, port: int) -> PortConfig:
+        return self.default_port.updated(self.port_settings.get(port, {}))
+
+
+def load_port_config_file(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """(default settings, per-port settings) from a port-config JSON file."""
+    source = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise PortConfigError(f"{source}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise PortConfigError(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or set(data) - {"default", "ports"}:
+        raise PortConfigError(f"{source}: expected an object with keys 'default' and 'ports'")
+    default = data.get("default", {})
+    ports = data.get("ports", {})
+    if not isinstance(default, dict) or not isinstance(ports, dict):
+        raise PortConfigError(f"{source}: 'default' and 'ports' must be objects")
+    per_port: dict[int, dict[str, Any]] = {}
+    for key, settings in ports.items():
+        if not isinstance(settings, dict):
+            raise PortConfigError(f"{source}: ports.{key} must be an object")
+        per_port[_integer(f"{source}: port number", key)] = dict(settings)
+    PortConfig().updated(default)  # check now, with the file name in the message
+    for port, settings in per_port.items():
+        try:
+            PortConfig().updated(settings)
+        except PortConfigError as exc:
+            raise PortConfigError(f"{source}: port {port}: {exc}") from None
+    return dict(default), per_port
+
+
+def parse_port_setting(text: str) -> tuple[int, dict[str, Any]]:
+    """``PORT:KEY=VALUE[,KEY=VALUE...]`` (``pfc_priorities`` as ``3+4``)."""
+    port_text, sep, rest = text.partition(":")
+    if not sep or not rest:
+        raise PortConfigError(f"port setting {text!r}: expected PORT:KEY=VALUE[,KEY=VALUE...]")
+    port = _integer("port number", port_text)
+    settings: dict[str, Any] = {}
+    for part in rest.split(","):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise PortConfigError(f"port setting {text!r}: {part!r} is not KEY=VALUE")
+        key = key.strip()
+        settings[key] = value.replace("+", ",").strip() if key == "pfc_priorities" else value.strip()
+    PortConfig().updated(settings)
+    return port, settings
+
+
+def parse_priorities(text: str) -> frozenset[int]:
+    """``"3,4"`` or ``"all"`` or ``"none"`` as a set of priorities."""
+    return _priorities(text)
+
+
+def _priorities(value: Any) -> frozenset[int]:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "all":
+            return ALL_PRIORITIES
+        if text in ("", "none"):
+            return frozenset()
+        value = [v for v in text.replace("+", ",").split(",") if v.strip()]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise PortConfigError(f"pfc_priorities: expected a list of priorities, got {value!r}")
+    out = frozenset(_integer("pfc_priorities", v) for v in value)
+    PortConfig(pfc_priorities=out)
+    return out
+
+
+def _integer(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise PortConfigError(f"{name}: expected an integer, got {value!r}")
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise PortConfigError(f"{name}: expected an integer, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text, 0)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            raise PortConfigError(f"{name}: expected an integer, got {value!r}") from None
+        return _integer(name, number)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise PortConfigError(f"{name}: expected an integer, got {value!r}") from None
+
+
+def _float(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise PortConfigError(f"{name}: expected a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise PortConfigError(f"{name}: expected a number, got {value!r}") from None
+
+
+def _check_number(name: str, value: Any, integer: bool = False) -> None:
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise PortConfigError(f"{name}: expected {'an integer' if integer else 'a number'}, got {value!r}")
+    if not value >= 0 or value == float("inf"):
+        raise PortConfigError(f"{name}: must be a finite number >= 0, got {value!r}")

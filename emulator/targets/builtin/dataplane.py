@@ -1,0 +1,478 @@
+"""The data plane of the built-in switch: what happens to a frame between
+the socket it came from and the socket it leaves by.
+
+::
+
+    recv → rx counters, pcap → MAC (PFC frames: pause timers, consumed)
+         → P4 ingress → traffic manager (per port, per priority queues)
+         → [port free, queue not paused] P4 egress (QueueInfo)
+         → serialisation at rate_bps → propagation delay_us → send
+
+Time. Every departure is timed on a per-port virtual clock:
+``start = max(event time, port free at, enqueue time)``, ``end = start +
+(len(frame) + overhead_bytes) * 8 / rate_bps``; the frame is handed to the
+socket at ``end + delay_us`` (a packet being serialised when its queue is
+paused still finishes). Events are timed from their scheduled time, not
+from when the loop got to them, so a late wake-up does not slow a port
+down; a port more than :data:`MAX_LAG_S` behind real time (the CPU cannot
+keep up) gives up the lag instead of bursting. ``rate_bps`` 0 = unlimited:
+egress and send at once.
+
+Threads. A :class:`DataPlane` is not thread-safe: one thread (the switch's
+event loop, or a test driving :meth:`receive` and :meth:`run_due` with a
+virtual clock) calls it. The P4 program's egress runs at dequeue; clones it
+asks for are queued again, recirculated packets re-enter ingress on the
+next :meth:`run_due`.
+
+Program swap (:meth:`set_pipeline`): packets already queued finish with the
+program that ran their ingress (each queue entry keeps its pipeline); new
+packets take the new one. Recirculated packets take the new one.
+
+PFC frames the program emits (XOFF/XON built by P4) are queued like any
+packet, on the priority P4 gives them: a priority the peer does not pause
+(7, say) keeps them from waiting behind the traffic they are about. They
+are counted as ``pfc_tx`` when sent; received ones as ``pfc_rx`` (see
+:mod:`.pfc` for what they do).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+import os
+import time
+from collections import deque
+from typing import Any, Callable, Iterable
+
+from emulator.p4.exec.pipeline import NORMAL, ProcessResult, QueueInfo, V1ModelPipeline
+from emulator.targets.builtin.config import PortConfig
+from emulator.targets.builtin.errors import SwitchError, UnknownPortError
+from emulator.targets.builtin.pcap import PcapWriter
+from emulator.targets.builtin.pfc import NUM_PRIORITIES, PauseTimers, parse_pfc, pause_seconds
+from emulator.targets.builtin.ports import DROP_CAUSES, PortCounters
+from emulator.targets.builtin.tm import PortQueues
+
+MAX_LAG_S = 0.02
+TX_DONE, DELIVER, PAUSE_END = 0, 1, 2
+_PFC_ETHERTYPE = b"\x88\x08"
+_ERRORS_LOGGED = 10
+
+
+class PortState:
+    """Everything the data plane keeps about one port."""
+
+    __slots__ = ("number", "backend", "config", "counters", "tm", "pfc", "busy", "free_at",
+                 "rate_bps", "delay_s", "overhead", "pfc_enabled", "pcap_in", "pcap_out",
+                 "kicking")
+
+    def __init__(self, number: int, backend: Any, config: PortConfig, priority_queues: int) -> None:
+        self.number = number
+        self.backend = backend
+        self.counters = PortCounters()
+        self.tm = PortQueues(priority_queues, config.buffer_bytes)
+        self.pfc = PauseTimers()
+        self.busy = False        # a frame is being serialised (a TX_DONE is pending)
+        self.free_at = 0.0       # when the last serialisation ends (virtual time)
+        self.kicking = False
+        self.pcap_in: PcapWriter | None = None
+        self.pcap_out: PcapWriter | None = None
+        self.apply(config)
+
+    def apply(self, config: PortConfig) -> None:
+        self.config = config
+        self.rate_bps = config.rate_bps
+        self.delay_s = config.delay_us * 1e-6
+        self.overhead = config.overhead_bytes
+        self.tm.buffer_bytes = config.buffer_bytes
+        self.pfc_enabled = sum(1 << p for p in config.pfc_priorities)
+
+
+class DataPlane:
+    """Ports, the loaded pipeline, queues and timers of one switch."""
+
+    def __init__(self, priority_queues: int = 8, *, clock: Callable[[], float] = time.monotonic,
+                 logger: logging.Logger | None = None, pfc_to_pipeline: bool = False) -> None:
+        self.priority_queues = priority_queues
+        self.clock = clock
+        self.log = logger or logging.getLogger("aifabric.switch")
+        self.pfc_to_pipeline = pfc_to_pipeline
+        self.ports: dict[int, PortState] = {}
+        self.pipeline: V1ModelPipeline | None = None
+        self._pipe_clock_us: Callable[[], float] = lambda: self.clock() * 1e6
+        # Drops not tied to a port we have (egress port unknown, recirculation
+        # from an unknown port), by cause.
+        self.drops: dict[str, int] = dict.fromkeys(("no_port",) + DROP_CAUSES, 0)
+        self.digest_handler: Callable[[str, object], None] | None = None
+        self.digests = 0
+        self.errors = 0
+        self._timers: list[tuple[float, int, int, tuple]] = []
+        self._seq = itertools.count()
+        self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
+
+    # ---- configuration (data-plane thread) -----------------------------------------
+    def add_port(self, number: int, backend: Any, config: PortConfig | None = None,
+                 pcap_dir: str | None = None) -> PortState:
+        if number in self.ports:
+            raise SwitchError(f"port {number} already exists ({self.ports[number].backend.name})")
+        if not 0 <= number < 511:
+            raise SwitchError(f"port number {number} not in 0..510")
+        ps = PortState(number, backend, config or PortConfig(), self.priority_queues)
+        if pcap_dir is not None:
+            ps.pcap_in = PcapWriter(os.path.join(pcap_dir, f"{backend.name}_in.pcap"))
+            ps.pcap_out = PcapWriter(os.path.join(pcap_dir, f"{backend.name}_out.pcap"))
+        self.ports[number] = ps
+        return ps
+
+    def port(self, number: int) -> PortState:
+        ps = self.ports.get(number)
+        if ps is None:
+            raise UnknownPortError(f"no port {number}; ports: {sorted(self.ports) or 'none'}")
+        return ps
+
+    def set_pipeline(self, pipeline: V1ModelPipeline | None) -> None:
+        """Swap the program; see the module docstring for queued packets."""
+        self.pipeline = pipeline
+        self._pipe_clock_us = (_pipeline_clock_us(pipeline) if pipeline is not None
+                               else lambda: self.clock() * 1e6)
+
+    def set_port_config(self, number: int, settings: dict[str, Any]) -> PortConfig:
+        """Change some settings of a port (see :mod:`.config`); takes effect
+        for the next packet that starts serialisation."""
+        ps = self.port(number)
+        config = ps.config.updated(settings)
+        ps.apply(config)
+        now = self.clock()
+        resumed = False
+        for prio in range(NUM_PRIORITIES):
+            if not ps.pfc_enabled >> prio & 1 and ps.pfc.resume(prio, now):
+                resumed = True
+                self.log.info("port %d: PFC pause end, priority %d (PFC disabled)", number, prio)
+        if resumed and not ps.busy:
+            self._kick(ps, now, now)
+        return config
+
+    # ---- packets in ------------------------------------------------------------------
+    def receive(self, number: int, frame: bytes, now: float | None = None) -> None:
+        """Process a frame received on port ``number`` (also packet-out on the
+        CPU port)."""
+        self.rx(self.port(number), frame, self.clock() if now is None else now)
+
+    def rx(self, ps: PortState, frame: bytes, now: float) -> None:
+        counters = ps.counters
+        counters.rx_packets += 1
+        counters.rx_bytes += len(frame)
+        if ps.pcap_in is not None:
+            ps.pcap_in.write(frame)
+        if frame[12:14] == _PFC_ETHERTYPE and self._mac_control(ps, frame, now) \
+                and not self.pfc_to_pipeline:
+            return
+        self._ingress(ps, ps.number, frame, NORMAL, None, now)
+
+    def _ingress(self, ps: PortState | None, port: int, frame: bytes, instance_type: int,
+                 preserved: dict | None, now: float) -> None:
+        drops = ps.counters.drops if ps is not None else self.drops
+        pipe = self.pipeline
+        if pipe is None:
+            drops["no_program"] += 1
+            return
+        try:
+            res = pipe.ingress(port, frame, instance_type, preserved)
+        except Exception as exc:  # a bad frame or program must not stop the switch
+            drops["pipeline_error"] += 1
+            self._error("ingress", exc)
+            return
+        if res.dropped:
+            drops["pipeline"] += res.dropped
+        if res.digests or res.logs:
+            self._side_results(res)
+        for item in res.queued:
+            self._enqueue(item, pipe, now)
+
+    def _mac_control(self, ps: PortState, frame: bytes, now: float) -> bool:
+        """Act on a PFC frame received on ``ps``; False if not one."""
+        parsed = parse_pfc(frame)
+        if parsed is None:
+            return False
+        vector, times = parsed
+        ps.counters.pfc_rx_frames += 1
+        queue_counters = ps.tm.counters
+        resumed = False
+        for prio in range(NUM_PRIORITIES):
+            if not vector >> prio & 1:
+                continue
+            if prio < self.priority_queues:
+                queue_counters[prio].pfc_rx += 1
+            if not ps.pfc_enabled >> prio & 1:
+                continue
+            quanta = times[prio]
+            if quanta:
+                until = now + pause_seconds(quanta, ps.rate_bps)
+                if ps.pfc.pause(prio, until, now):
+                    self.log.info("port %d: PFC pause start, priority %d, %d quanta (%.6f s)",
+                                  ps.number, prio, quanta, until - now)
+                self._push(until, PAUSE_END, (ps, prio, until))
+            elif ps.pfc.resume(prio, now):
+                resumed = True
+                self.log.info("port %d: PFC pause end, priority %d (zero quanta)", ps.number, prio)
+        if resumed and not ps.busy:
+            self._kick(ps, now, now)
+        return True
+
+    # ---- traffic manager and transmitter ----------------------------------------------
+    def _enqueue(self, item: Any, pipe: V1ModelPipeline, now: float) -> None:
+        ps = self.ports.get(item.port)
+        if ps is None:
+            self.drops["no_port"] += 1
+            return
+        prio = item.priority
+        if not 0 <= prio < self.priority_queues:
+            ps.counters.drops["bad_priority"] += 1
+            return
+        tm = ps.tm
+        if not (ps.busy or ps.kicking or tm.nonempty or ps.pfc.mask >> prio & 1) \
+                and item.length <= tm.buffer_bytes:
+            # Cut-through: port idle, every queue empty, so the packet leaves
+            # its queue as it joins it (same counts and depths as the slow way).
+            qc = tm.counters[prio]
+            qc.received += 1
+            qc.enqueued += 1
+            qc.dequeued += 1
+            if not qc.max_depth_packets:
+                qc.max_depth_packets = 1
+            if item.length > qc.max_depth_bytes:
+                qc.max_depth_bytes = item.length
+            ps.kicking = True  # an egress clone to this port queues behind us
+            try:
+                self._start(ps, qc, item, pipe, QueueInfo(0, 0, None), now, now)
+            finally:
+                ps.kicking = False
+            if tm.nonempty and not ps.busy:
+                self._kick(ps, now, now)
+            return
+        pipe_clock = self._pipe_clock_us if pipe is self.pipeline else _pipeline_clock_us(pipe)
+        if not tm.enqueue(prio, item.length, (item, pipe, now, pipe_clock())):
+            ps.counters.drops["tail"] += 1
+            return
+        if not ps.busy:
+            self._kick(ps, now, now)
+
+    def _kick(self, ps: PortState, t: float, now: float) -> None:
+        """Start sending from ``ps``'s queues at virtual time ``t`` while the
+        port is free and an unpaused queue has packets."""
+        if ps.kicking:  # re-entered through an egress clone to the same port
+            return
+        ps.kicking = True
+        try:
+            tm = ps.tm
+            pfc = ps.pfc
+            while not ps.busy:
+                got = tm.dequeue(pfc.mask)
+                if got is None:
+                    return
+                prio, (item, pipe, enq_t, enq_us, enq_depth) = got
+                self._start(ps, tm.counters[prio], item, pipe,
+                            QueueInfo(enq_depth, len(tm.queues[prio]), enq_us),
+                            t if t > enq_t else enq_t, now)
+        finally:
+            ps.kicking = False
+
+    def _start(self, ps: PortState, qc: Any, item: Any, pipe: V1ModelPipeline,
+               info: QueueInfo, t: float, now: float) -> None:
+        """Run egress on a dequeued packet and put its frame on the wire no
+        earlier than ``t``."""
+        frame = self._egress(ps, qc, item, pipe, info, now)
+        if frame is None:
+            return
+        start = ps.free_at
+        if start < t:
+            start = t
+        if start < now - MAX_LAG_S:
+            start = now - MAX_LAG_S
+        rate = ps.rate_bps
+        end = start + (len(frame) + ps.overhead) * 8 / rate if rate else start
+        ps.free_at = end
+        if end > now:
+            ps.busy = True
+            self._push(end, TX_DONE, (ps, qc, frame))
+        else:
+            self._depart(ps, qc, frame, end, now)
+
+    def _egress(self, ps: PortState, qc: Any, item: Any, pipe: V1ModelPipeline,
+                info: QueueInfo, now: float) -> bytes | None:
+        try:
+            res = pipe.egress(item, info)
+        except Exception as exc:
+            qc.egress_dropped += 1
+            ps.counters.drops["pipeline_error"] += 1
+            self._error("egress", exc)
+            return None
+        if res.digests or res.logs:
+            self._side_results(res)
+        for clone in res.queued:
+            self._enqueue(clone, pipe, now)
+        if res.outputs:
+            qc.egress_out += 1
+            return res.outputs[0].data  # egress emits at most the packet itself
+        if res.recirculate:
+            qc.recirculated += 1
+            self._recirc.extend(res.recirculate)
+        else:
+            qc.egress_dropped += 1
+            ps.counters.drops["pipeline"] += 1
+        return None
+
+    def _depart(self, ps: PortState, qc: Any, frame: bytes, end: float, now: float) -> None:
+        """Serialisation of ``frame`` ended at ``end``: send it after the delay."""
+        if ps.delay_s:
+            arrive = end + ps.delay_s
+            if arrive > now:
+                self._push(arrive, DELIVER, (ps, qc, frame))
+                return
+        self._transmit(ps, qc, frame)
+
+    def _transmit(self, ps: PortState, qc: Any, frame: bytes) -> None:
+        if not ps.backend.send(frame):
+            qc.tx_errors += 1
+            ps.counters.drops["tx_error"] += 1
+            return
+        counters = ps.counters
+        n = len(frame)
+        counters.tx_packets += 1
+        counters.tx_bytes += n
+        qc.tx_packets += 1
+        qc.tx_bytes += n
+        if ps.pcap_out is not None:
+            ps.pcap_out.write(frame)
+        if frame[12:14] == _PFC_ETHERTYPE:
+            parsed = parse_pfc(frame)
+            if parsed is not None:
+                counters.pfc_tx_frames += 1
+                for prio in range(self.priority_queues):
+                    if parsed[0] >> prio & 1:
+                        ps.tm.counters[prio].pfc_tx += 1
+
+    # ---- timers -----------------------------------------------------------------------
+    def _push(self, when: float, kind: int, arg: tuple) -> None:
+        heapq.heappush(self._timers, (when, next(self._seq), kind, arg))
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`run_due` next has work (-inf: now), None: nothing planned."""
+        if self._recirc:
+            return -math.inf
+        return self._timers[0][0] if self._timers else None
+
+    def run_due(self, now: float | None = None) -> None:
+        """Run every timer due at ``now`` in time order, then the
+        recirculated packets waiting."""
+        if now is None:
+            now = self.clock()
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            when, _seq, kind, arg = heapq.heappop(timers)
+            if kind == TX_DONE:
+                ps, qc, frame = arg
+                ps.busy = False
+                self._depart(ps, qc, frame, when, now)
+                self._kick(ps, when, now)
+            elif kind == DELIVER:
+                self._transmit(*arg)
+            else:
+                ps, prio, until = arg
+                if ps.pfc.expired(prio, until):
+                    ps.pfc.resume(prio, until)
+                    self.log.info("port %d: PFC pause end, priority %d (expired)", ps.number, prio)
+                    if not ps.busy:
+                        self._kick(ps, until, now)
+        for _ in range(len(self._recirc)):
+            port, frame, instance_type, preserved = self._recirc.popleft()
+            self._ingress(self.ports.get(port), port, frame, instance_type, preserved, now)
+
+    # ---- results besides packets --------------------------------------------------------
+    def _side_results(self, res: ProcessResult) -> None:
+        if res.digests:
+            self.digests += len(res.digests)
+            handler = self.digest_handler
+            if handler is not None:
+                for name, value in res.digests:
+                    handler(name, value)
+        if res.logs and self.log.isEnabledFor(logging.DEBUG):
+            for line in res.logs:
+                self.log.debug("p4 log: %s", line)
+
+    def _error(self, stage: str, exc: Exception) -> None:
+        self.errors += 1
+        if self.errors <= _ERRORS_LOGGED or self.errors % 1000 == 0:
+            self.log.warning("%s raised %s: %s (executor error %d)", stage,
+                             type(exc).__name__, exc, self.errors)
+
+    # ---- statistics -----------------------------------------------------------------------
+    def stats(self, ports: Iterable[int] | None = None) -> dict[str, Any]:
+        """A snapshot of every counter (see :mod:`.tm` and :mod:`.ports`)."""
+        now = self.clock()
+        numbers = sorted(self.ports) if ports is None else list(ports)
+        out = []
+        for number in numbers:
+            ps = self.port(number)
+            row: dict[str, Any] = {"port": number, "name": ps.backend.name}
+            row.update(ps.counters.to_dict())
+            row["drops"]["truncated"] += getattr(ps.backend, "truncated", 0)
+            row["config"] = ps.config.to_dict()
+            queues = []
+            for prio, qc in enumerate(ps.tm.counters):
+                q = qc.to_dict()
+                q.update(priority=prio, depth_packets=ps.tm.depth_packets(prio),
+                         depth_bytes=ps.tm.depth_bytes[prio],
+                         paused=bool(ps.pfc.mask >> prio & 1),
+                         paused_s=ps.pfc.total_paused_s(prio, now))
+                queues.append(q)
+            row["queues"] = queues
+            out.append(row)
+        return {"time_s": now, "ports": out, "switch_drops": dict(self.drops),
+                "digests": self.digests, "executor_errors": self.errors}
+
+    def reset_stats(self, ports: Iterable[int] | None = None) -> None:
+        """Zero the counters of ``ports`` (all, and the switch's, by default);
+        packets still queued or in flight stay counted (see :mod:`.tm`)."""
+        now = self.clock()
+        numbers = sorted(self.ports) if ports is None else list(ports)
+        states = [self.port(n) for n in numbers]
+        for ps in states:
+            ps.counters.reset()
+            if hasattr(ps.backend, "truncated"):
+                ps.backend.truncated = 0
+            for prio, qc in enumerate(ps.tm.counters):
+                qc.reset(ps.tm.depth_packets(prio), ps.tm.depth_bytes[prio], qc.in_flight)
+            ps.pfc.reset_stats(now)
+        if ports is None:
+            self.drops = dict.fromkeys(self.drops, 0)
+            self.digests = self.errors = 0
+
+    def drop_summary(self) -> str:
+        parts = []
+        for number, ps in sorted(self.ports.items()):
+            drops = {k: v for k, v in ps.counters.drops.items() if v}
+            if drops:
+                parts.append(f"port {number}: " + ", ".join(f"{k} {v}" for k, v in drops.items()))
+        switch = {k: v for k, v in self.drops.items() if v}
+        if switch:
+            parts.append("switch: " + ", ".join(f"{k} {v}" for k, v in switch.items()))
+        return "; ".join(parts) or "none"
+
+    def close(self) -> None:
+        """Close every port and capture (flushing them)."""
+        for ps in self.ports.values():
+            for writer in (ps.pcap_in, ps.pcap_out):
+                if writer is not None:
+                    writer.close()
+            ps.backend.close()
+
+
+def _pipeline_clock_us(pipeline: V1ModelPipeline) -> Callable[[], float]:
+    # The enqueue timestamp given to egress must be on the pipeline's own
+    # clock; V1ModelPipeline keeps it private (``_clock_us``).
+    clock = getattr(pipeline, "clock_us", None) or getattr(pipeline, "_clock_us", None)
+    if clock is None:
+        raise SwitchError(f"{type(pipeline).__name__} has no clock_us")
+    return clock

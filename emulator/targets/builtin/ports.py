@@ -1,0 +1,230 @@
+"""Port back ends of the built-in switch and their counters.
+
+A back end moves frames; the data plane decides everything else. Every back
+end has ``name``, ``fileno()`` (a descriptor that polls readable when
+``recv`` may return a frame; None for ports fed by method calls),
+``recv() -> bytes | None`` (non-blocking; None when nothing is waiting),
+``send(frame) -> bool`` (False: the frame was not sent) and ``close()``.
+
+- :class:`RawPort`: an ``AF_PACKET`` socket bound to an interface (all
+  EtherTypes, promiscuous, our own outgoing frames ignored via
+  ``PACKET_IGNORE_OUTGOING``, a large receive buffer, non-blocking). The
+  kernel strips a received 802.1Q tag into the socket's auxiliary data
+  before any tap sees the frame; with ``keep_vlan`` (default) the port asks
+  for ``PACKET_AUXDATA`` and puts the tag back, so P4 parses what was on the
+  wire. Hosts should turn off TSO/GSO on their veths: an AF_PACKET socket
+  reads a GSO super-frame as one frame, which the switch forwards as is
+  (and the send fails above the MTU: a ``tx_error`` drop).
+- :class:`FakePort`: in memory, for tests (``inject`` to receive, ``sent``
+  to see what left and when).
+- :class:`CpuPort`: the ``--cpu-port``; frames sent to it go to a callback
+  (the P4Runtime server's packet-in), packet-out enters through the switch.
+
+:class:`PortCounters` are the port-level counters the data plane keeps;
+``drops`` counts by cause (:data:`DROP_CAUSES`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from collections import deque
+from typing import Callable
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_AUXDATA = 8
+PACKET_IGNORE_OUTGOING = 23
+SO_RCVBUFFORCE = 33
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+_AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
+_ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size)
+_VLAN_TAG = struct.Struct("!HH")
+MAX_FRAME = 65_535
+_MSG_TRUNC = int(socket.MSG_TRUNC)  # a plain int: IntFlag.__and__ costs microseconds
+
+# Why a frame was dropped, port by port (ingress or egress port as noted).
+DROP_CAUSES = (
+    "no_program",      # ingress: no P4 program loaded (--no-p4)
+    "pipeline",        # ingress or egress: the P4 program dropped it
+    "pipeline_error",  # ingress or egress: the executor raised
+    "tail",            # egress: queue full (per priority in the queue counters)
+    "bad_priority",    # egress: priority >= --priority-queues
+    "tx_error",        # egress: the socket refused the frame
+    "truncated",       # ingress: longer than the receive buffer
+)
+
+
+class PortCounters:
+    """rx/tx frames and bytes as the socket saw them, drops by cause, and PFC
+    frames received (consumed by the MAC) and sent (emitted by P4)."""
+
+    __slots__ = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "drops",
+                 "pfc_rx_frames", "pfc_tx_frames")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.rx_packets = self.rx_bytes = self.tx_packets = self.tx_bytes = 0
+        self.pfc_rx_frames = self.pfc_tx_frames = 0
+        self.drops: dict[str, int] = dict.fromkeys(DROP_CAUSES, 0)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
+                "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes,
+                "pfc_rx_frames": self.pfc_rx_frames, "pfc_tx_frames": self.pfc_tx_frames,
+                "drops": dict(self.drops)}
+
+
+class RawPort:
+    """An ``AF_PACKET`` socket on interface ``iface`` (needs root or
+    CAP_NET_RAW)."""
+
+    def __init__(self, iface: str, *, rcvbuf_bytes: int = 8 << 20, keep_vlan: bool = True) -> None:
+        self.name = iface
+        self.errors = 0
+        self.last_error: OSError | None = None
+        # Protocol 0 receives nothing until bind, so no frame of another
+        # interface slips in between socket() and bind().
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf_bytes)
+            except PermissionError:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
+            if keep_vlan:
+                sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            sock.bind((iface, ETH_P_ALL))
+            mreq = struct.pack("iHH8s", socket.if_nametoindex(iface), PACKET_MR_PROMISC, 0, b"")
+            sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._keep_vlan = keep_vlan
+        self._recv = sock.recv
+        self._recvmsg = sock.recvmsg
+        self._send = sock.send
+        self.truncated = 0
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def recv(self) -> bytes | None:
+        try:
+            if not self._keep_vlan:
+                return self._recv(MAX_FRAME)
+            data, anc, flags, _addr = self._recvmsg(MAX_FRAME, _ANC_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError as exc:  # e.g. ENETDOWN once when the interface goes away
+            self.errors += 1
+            self.last_error = exc
+            return None
+        if flags & _MSG_TRUNC:
+            self.truncated += 1
+            return None
+        # The only control message asked for is PACKET_AUXDATA; byte 0 of its
+        # tp_status (little-endian) holds TP_STATUS_VLAN_VALID.
+        if anc and anc[0][2][0] & TP_STATUS_VLAN_VALID:
+            status, _l, _s, _m, _n, tci, tpid = _AUXDATA.unpack_from(anc[0][2])
+            if not status & TP_STATUS_VLAN_TPID_VALID:
+                tpid = 0x8100
+            data = data[:12] + _VLAN_TAG.pack(tpid, tci) + data[12:]
+        return data
+
+    def send(self, frame: bytes) -> bool:
+        try:
+            self._send(frame)
+            return True
+        except OSError as exc:  # EAGAIN, ENOBUFS, EMSGSIZE, ENETDOWN, ENXIO
+            self.errors += 1
+            self.last_error = exc
+            return False
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class FakePort:
+    """An in-memory port: ``inject(frame)`` (any thread) makes it receive a
+    frame; ``sent`` lists ``(clock(), frame)`` of every frame it sent."""
+
+    def __init__(self, name: str = "fake", clock: Callable[[], float] | None = None,
+                 fail_sends: bool = False) -> None:
+        self.name = name
+        self._clock = clock
+        self._rx: deque[bytes] = deque()
+        self._fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.sent: list[tuple[float, bytes]] = []
+        self.fail_sends = fail_sends
+        self.closed = False
+
+    def inject(self, frame: bytes) -> None:
+        self._rx.append(bytes(frame))
+        os.eventfd_write(self._fd, 1)
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def recv(self) -> bytes | None:
+        try:
+            return self._rx.popleft()
+        except IndexError:
+            pass
+        # Clear readiness, then look again: an inject between the two steps
+        # is either seen now or leaves the eventfd readable.
+        try:
+            os.eventfd_read(self._fd)
+        except BlockingIOError:
+            pass
+        try:
+            return self._rx.popleft()
+        except IndexError:
+            return None
+
+    def send(self, frame: bytes) -> bool:
+        if self.fail_sends:
+            return False
+        self.sent.append((self._clock() if self._clock else 0.0, frame))
+        return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
+
+
+class CpuPort:
+    """The CPU port: ``send`` hands the frame to ``handler`` (packet-in);
+    without a handler the frame is dropped (``tx_error``)."""
+
+    def __init__(self, name: str = "cpu", handler: Callable[[bytes], None] | None = None) -> None:
+        self.name = name
+        self.handler = handler
+
+    def fileno(self) -> None:
+        return None
+
+    def recv(self) -> None:
+        return None
+
+    def send(self, frame: bytes) -> bool:
+        handler = self.handler
+        if handler is None:
+            return False
+        try:
+            handler(frame)
+        except Exception:  # the listener's fault; the data plane goes on
+            return False
+        return True
+
+    def close(self) -> None:
+        self.handler = None

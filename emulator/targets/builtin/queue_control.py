@@ -1,0 +1,204 @@
+"""``aifabric.QueueControl``: port and queue control outside P4Runtime.
+
+P4Runtime has no words for a port's rate, link delay, buffer or PFC
+behaviour, nor for queue depths; this gRPC service, on the same server
+(address) as P4Runtime, has. Messages are JSON objects (UTF-8), so there is
+no .proto to compile: the service is a generic handler with JSON
+(de)serialisers. Method paths are ``/aifabric.QueueControl/<Method>``.
+
+===============  ===========================================  ======================================
+Method           Request                                      Response
+===============  ===========================================  ======================================
+SetPortConfig    ``{"port": 1, "rate_bps": 1e7, "delay_us":    ``{"port": 1, "config": {...}}``
+                 5, "buffer_bytes": 96000,                     (the whole config after the change)
+                 "overhead_bytes": 0, "pfc_priorities":
+                 [3]}`` (any subset of the settings)
+GetPortConfig    ``{"ports": [1, 2]}`` (omit: all)             ``{"ports": [{"port": 1,
+                                                              "config": {...}}]}``
+SetPfc           ``{"port": 1, "priority": 3,                  ``{"port": 1, "config": {...}}``
+                 "enabled": true}``
+GetPortStats     ``{"ports": [1, 2]}`` (omit: all)             see below
+ResetStats       ``{"ports": [1]}`` (omit: all, and the        ``{}``
+                 switch-wide counters)
+===============  ===========================================  ======================================
+
+``GetPortStats`` answers ``{"time_s", "ports": [...], "switch_drops",
+"digests", "executor_errors"}``; each port has ``port``, ``name``,
+``rx_packets``, ``rx_bytes``, ``tx_packets``, ``tx_bytes``,
+``pfc_rx_frames``, ``pfc_tx_frames``, ``drops`` (by cause, see
+:data:`~.ports.DROP_CAUSES`), ``config`` and ``queues``: one object per
+priority with ``priority``, ``tx_packets``, ``tx_bytes``, ``depth_packets``,
+``depth_bytes`` (now), ``max_depth_packets``, ``max_depth_bytes``,
+``paused`` (now), ``paused_s`` (total), ``pfc_rx``, ``pfc_tx`` (PFC frames
+naming this priority, received / sent), ``tail_dropped`` and the other
+queue counters of :mod:`.tm` (whose sums hold in every snapshot). Receive
+counters are per port only: a frame has no priority before P4 gives it one.
+
+Errors: an unknown port is ``NOT_FOUND``, a bad value ``INVALID_ARGUMENT``
+(with a one-line message); :class:`QueueControlClient` raises
+:class:`QueueControlError` for both.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import grpc
+
+from emulator.targets.builtin.errors import PortConfigError, SwitchError, UnknownPortError
+from emulator.targets.builtin.switch import Switch
+
+SERVICE = "aifabric.QueueControl"
+METHODS = ("SetPortConfig", "GetPortConfig", "SetPfc", "GetPortStats", "ResetStats")
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _loads(data: bytes) -> Any:
+    return json.loads(data) if data else {}
+
+
+class QueueControlServicer:
+    """The service's methods, on one switch (each runs through
+    :meth:`Switch.call_in_dataplane`)."""
+
+    def __init__(self, switch: Switch) -> None:
+        self.switch = switch
+
+    def SetPortConfig(self, request: dict) -> dict:
+        port = _port(request)
+        settings = {k: v for k, v in request.items() if k != "port"}
+        config = self.switch.set_port_config(port, **settings)
+        return {"port": port, "config": config.to_dict()}
+
+    def GetPortConfig(self, request: dict) -> dict:
+        ports = _ports(request)
+        numbers = ports if ports is not None else self.switch.call_in_dataplane(
+            lambda: sorted(self.switch.dataplane.ports))
+        return {"ports": [{"port": n, "config": self.switch.port_config(n).to_dict()}
+                          for n in numbers]}
+
+    def SetPfc(self, request: dict) -> dict:
+        port = _port(request)
+        priority = request.get("priority")
+        enabled = request.get("enabled", True)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise PortConfigError(f"priority must be an integer, got {priority!r}")
+        if not isinstance(enabled, bool):
+            raise PortConfigError(f"enabled must be true or false, got {enabled!r}")
+        config = self.switch.set_pfc(port, priority, enabled)
+        return {"port": port, "config": config.to_dict()}
+
+    def GetPortStats(self, request: dict) -> dict:
+        return self.switch.port_stats(_ports(request))
+
+    def ResetStats(self, request: dict) -> dict:
+        self.switch.reset_stats(_ports(request))
+        return {}
+
+
+def _port(request: Any) -> int:
+    if not isinstance(request, dict):
+        raise PortConfigError("the request must be a JSON object")
+    port = request.get("port")
+    if not isinstance(port, int) or isinstance(port, bool):
+        raise PortConfigError(f"port must be an integer, got {port!r}")
+    return port
+
+
+def _ports(request: Any) -> list[int] | None:
+    if not isinstance(request, dict):
+        raise PortConfigError("the request must be a JSON object")
+    ports = request.get("ports")
+    if ports is None:
+        return None
+    if not isinstance(ports, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in ports):
+        raise PortConfigError(f"ports must be a list of integers, got {ports!r}")
+    return ports
+
+
+def _unary(fn: Callable[[dict], dict]) -> grpc.RpcMethodHandler:
+    def handle(request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return fn(request)
+        except UnknownPortError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        except (SwitchError, ValueError, TypeError) as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+
+    return grpc.unary_unary_rpc_method_handler(
+        handle, request_deserializer=_loads, response_serializer=_dumps)
+
+
+def add_queue_control(server: grpc.Server, switch: Switch) -> None:
+    """Register ``aifabric.QueueControl`` for ``switch`` on ``server`` (a
+    service hook, see :mod:`.server`)."""
+    servicer = QueueControlServicer(switch)
+    handlers = {name: _unary(getattr(servicer, name)) for name in METHODS}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+
+class QueueControlError(Exception):
+    """A QueueControl call failed; the message is the server's."""
+
+    def __init__(self, code: grpc.StatusCode | None, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class QueueControlClient:
+    """A client of ``aifabric.QueueControl`` at ``address`` (``host:port`` or
+    ``unix:PATH``)."""
+
+    def __init__(self, address: str, timeout_s: float = 10.0) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        self._channel = grpc.insecure_channel(address)
+        self._stubs = {
+            name: self._channel.unary_unary(f"/{SERVICE}/{name}", request_serializer=_dumps,
+                                            response_deserializer=_loads)
+            for name in METHODS}
+
+    def _call(self, method: str, request: dict) -> Any:
+        try:
+            return self._stubs[method](request, timeout=self.timeout_s)
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            details = exc.details() if hasattr(exc, "details") else str(exc)
+            raise QueueControlError(code, f"{method} on {self.address}: {details}") from None
+
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout_s)
+        except grpc.FutureTimeoutError:
+            raise QueueControlError(None, f"no gRPC server at {self.address} "
+                                          f"after {timeout_s} s") from None
+
+    def set_port_config(self, port: int, **settings: Any) -> dict:
+        return self._call("SetPortConfig", {"port": port, **settings})["config"]
+
+    def get_port_config(self, ports: list[int] | None = None) -> list[dict]:
+        return self._call("GetPortConfig", {} if ports is None else {"ports": ports})["ports"]
+
+    def set_pfc(self, port: int, priority: int, enabled: bool = True) -> dict:
+        return self._call("SetPfc", {"port": port, "priority": priority,
+                                     "enabled": enabled})["config"]
+
+    def get_port_stats(self, ports: list[int] | None = None) -> dict:
+        return self._call("GetPortStats", {} if ports is None else {"ports": ports})
+
+    def reset_stats(self, ports: list[int] | None = None) -> None:
+        self._call("ResetStats", {} if ports is None else {"ports": ports})
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "QueueControlClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

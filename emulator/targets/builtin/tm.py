@@ -1,0 +1,122 @@
+"""The traffic manager's queues: per egress port, one FIFO per priority.
+
+What it decides:
+
+- **Capacity**: ``buffer_bytes`` is the capacity of *each* priority queue of
+  the port (not a pool shared by the port's queues), so one class cannot
+  take another's buffer. A packet is queued if the queue's bytes plus its
+  length fit, else tail-dropped. Lengths are ``EgressItem.length``, the
+  packet's ingress length.
+- **Service order**: strict priority, the highest priority number first, as
+  BMv2's ``--priority-queues`` (queue N-1 is served first); FIFO within a
+  queue; a queue paused by PFC is skipped.
+- **Depths** given to egress, as BMv2 computes them: ``enq_qdepth`` = packets
+  already in the queue when the packet joined it, ``deq_qdepth`` = packets
+  left behind when it left.
+
+Counters of one (port, priority) queue, :class:`QueueCounters`, and the
+sums they obey at every instant (tests assert them)::
+
+    received    = enqueued + tail_dropped
+    enqueued    = dequeued + depth_packets
+    dequeued    = egress_out + egress_dropped + recirculated
+    egress_out  = tx_packets + tx_errors + in_flight
+
+``received`` counts what ingress (or an egress clone) sent to the queue;
+``egress_out`` what egress emitted, ``in_flight`` the part of it still
+being serialised or propagating. ``ResetStats`` keeps the sums true: the
+packets still queued or in flight stay counted (as received, enqueued and,
+for those in flight, dequeued and egress_out).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+
+class QueueCounters:
+    """Counters of one (port, priority) queue; see the module docstring."""
+
+    __slots__ = ("received", "enqueued", "tail_dropped", "dequeued", "egress_out",
+                 "egress_dropped", "recirculated", "tx_packets", "tx_bytes", "tx_errors",
+                 "max_depth_packets", "max_depth_bytes", "pfc_rx", "pfc_tx")
+
+    def __init__(self) -> None:
+        self.reset(0, 0, 0)
+
+    def reset(self, depth_packets: int, depth_bytes: int, in_flight: int) -> None:
+        # Packets still queued or in flight count as received since the reset.
+        self.received = self.enqueued = depth_packets + in_flight
+        self.tail_dropped = 0
+        self.dequeued = self.egress_out = in_flight
+        self.egress_dropped = self.recirculated = 0
+        self.tx_packets = self.tx_bytes = self.tx_errors = 0
+        self.max_depth_packets = depth_packets
+        self.max_depth_bytes = depth_bytes
+        self.pfc_rx = self.pfc_tx = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self.egress_out - self.tx_packets - self.tx_errors
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in self.__slots__}
+        out["in_flight"] = self.in_flight
+        return out
+
+
+class PortQueues:
+    """The priority queues of one egress port.
+
+    Entries are ``(item, pipeline, enqueue_time_s, enq_qdepth)`` tuples: the
+    pipeline that ran the packet's ingress runs its egress too. ``nonempty``
+    has bit n set while queue n holds packets."""
+
+    __slots__ = ("queues", "depth_bytes", "counters", "nonempty", "buffer_bytes")
+
+    def __init__(self, priority_queues: int, buffer_bytes: int) -> None:
+        self.queues: list[deque[tuple]] = [deque() for _ in range(priority_queues)]
+        self.depth_bytes = [0] * priority_queues
+        self.counters = [QueueCounters() for _ in range(priority_queues)]
+        self.nonempty = 0
+        self.buffer_bytes = buffer_bytes
+
+    def enqueue(self, priority: int, length: int, entry_head: tuple) -> bool:
+        """Queue ``entry_head + (enq_qdepth,)`` on ``priority``; False when
+        tail-dropped. The caller checked ``priority`` is in range."""
+        counters = self.counters[priority]
+        counters.received += 1
+        depth_bytes = self.depth_bytes[priority] + length
+        if depth_bytes > self.buffer_bytes:
+            counters.tail_dropped += 1
+            return False
+        queue = self.queues[priority]
+        depth = len(queue)
+        queue.append(entry_head + (depth,))
+        self.depth_bytes[priority] = depth_bytes
+        counters.enqueued += 1
+        if depth >= counters.max_depth_packets:
+            counters.max_depth_packets = depth + 1
+        if depth_bytes > counters.max_depth_bytes:
+            counters.max_depth_bytes = depth_bytes
+        self.nonempty |= 1 << priority
+        return True
+
+    def dequeue(self, paused_mask: int) -> tuple[int, tuple] | None:
+        """(priority, entry) of the next packet to send, or None when every
+        non-empty queue is paused."""
+        eligible = self.nonempty & ~paused_mask
+        if not eligible:
+            return None
+        priority = eligible.bit_length() - 1
+        queue = self.queues[priority]
+        entry = queue.popleft()
+        self.depth_bytes[priority] -= entry[0].length
+        if not queue:
+            self.nonempty &= ~(1 << priority)
+        self.counters[priority].dequeued += 1
+        return priority, entry
+
+    def depth_packets(self, priority: int) -> int:
+        return len(self.queues[priority])
