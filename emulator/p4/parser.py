@@ -28,6 +28,7 @@ import functools
 import os
 import re
 from pathlib import Path
+from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from lark import Lark, Token, Transformer
@@ -42,7 +43,7 @@ GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar" / "p4.lark"
 MAX_ERRORS = 20
 
 # p4c-bm2-ss (the BMv2 back end) predefines this macro; we emulate that target.
-DEFAULT_DEFINES: Mapping[str, str] = {"__TARGET_BMV2__": "1"}
+DEFAULT_DEFINES: Mapping[str, str] = MappingProxyType({"__TARGET_BMV2__": "1"})
 
 
 def parse_program(
@@ -128,12 +129,17 @@ class P4Token(Token):
     """A Lark token that also knows its original location (and, for an
     ``ANNOTATION`` token, the :class:`ast.Annotation` it stands for)."""
 
+    __slots__ = ("loc", "payload")
+
     loc: SourceLocation
     payload: object
 
 
 def _token(type_: str, value: str, pos: int, line: int, col: int, loc: SourceLocation) -> P4Token:
-    tok = P4Token(type_, value, pos, line, col)
+    # Filled in directly: Token.__new__'s argument juggling costs more than the lexing.
+    tok = str.__new__(P4Token, value)
+    tok.type, tok.value, tok.start_pos, tok.end_pos = type_, value, pos, pos + len(value)
+    tok.line, tok.column, tok.end_line, tok.end_column = line, col, line, col + len(value)
     tok.loc = loc
     tok.payload = None
     return tok
@@ -253,7 +259,7 @@ def _fold_annotations(tokens: list[P4Token], diagnostics: list[Diagnostic]) -> l
 
 
 def _is_word(tok: P4Token) -> bool:
-    return tok.type in ("NAME", "DONTCARE") or tok.value.lower() in KEYWORDS
+    return tok.type in ("NAME", "DONTCARE") or tok.value in KEYWORDS
 
 
 def _classify(tokens: list[P4Token]) -> None:
@@ -614,7 +620,11 @@ _BRACKETS = ("LBRACE", "RBRACE", "SEMI")
 class _Driver:
     """Feeds tokens to the LALR parser; on a syntax error records a
     diagnostic, restores the parser as it was after the last ';', '{' or '}'
-    of the enclosing block and skips to that block's next ';' or '}'."""
+    of the enclosing block and skips to that block's next ';' or '}'.
+
+    A checkpoint is just the parser's state stack: after the first error the
+    tree is thrown away anyway, so the parser goes on without building it.
+    """
 
     def __init__(self, tokens: list[P4Token], source: PreprocessedSource, diagnostics: list[Diagnostic]) -> None:
         self.tokens = tokens
@@ -628,13 +638,26 @@ class _Driver:
                 depth += 1
             elif tok.type == "RBRACE":
                 depth = max(depth - 1, 0)
+        self.template = _lark().parse_interactive("")
+        self.syntax_only = copy.copy(self.template.parser_state.parse_conf)
+        self.syntax_only.callbacks = {}
+
+    def _restore(self, states: list) -> object:
+        """A parser in the given state, checking syntax only."""
+        parser = self.template.copy(deepcopy_values=False)
+        state = parser.parser_state
+        state.state_stack = list(states)
+        state.value_stack = [None] * (len(states) - 1)
+        state.parse_conf = self.syntax_only
+        return parser
 
     def run(self) -> ast.Program | None:
         tokens, n = self.tokens, len(self.tokens)
-        parser = _lark().parse_interactive("")
-        checkpoints: list[tuple[int, int, object]] = [(0, 0, parser.copy(deepcopy_values=False))]
-        i, quiet_until, last_recovery = 0, -1, (-1, -1)
+        parser = self.template.copy(deepcopy_values=False)
+        checkpoints: list[tuple[int, int, list]] = [(0, 0, list(parser.parser_state.state_stack))]
+        i, quiet_until, last_failure = 0, -1, -1
         errors_before = len(self.diagnostics)
+        result = None
         while True:
             try:
                 if i >= n:
@@ -644,57 +667,70 @@ class _Driver:
                 parser.feed_token(tok)
             except UnexpectedToken as exc:
                 if i >= n or i >= quiet_until:
-                    expected = self._expected(checkpoints[-1], i) or exc.expected
+                    expected = self._expected(checkpoints[-1], i) or set(exc.expected)
                     self._syntax_error(tokens[i] if i < n else None, expected, i)
                 if i >= n:
-                    return None
+                    break
             except _BuildError as exc:
                 self.diagnostics.append(Diagnostic(exc.loc, exc.message))
-            except Exception:
-                if len(self.diagnostics) > errors_before:
-                    return None  # a builder confused by input already reported as wrong
-                raise
             else:
                 i += 1
                 if tok.type in _BRACKETS:
                     depth = self.depth_before[i] if i < n else 0
                     while checkpoints and checkpoints[-1][0] >= depth:
                         checkpoints.pop()
-                    checkpoints.append((depth, i, parser.copy(deepcopy_values=False)))
+                    checkpoints.append((depth, i, list(parser.parser_state.state_stack)))
                 continue
             if len(self.diagnostics) - errors_before >= MAX_ERRORS:
-                return None
-            depth, _, saved = checkpoints[-1]
-            resume = self._resume_index(i, depth)
-            if resume <= i and last_recovery == (i, id(saved)):
-                resume = i + 1  # this checkpoint cannot take the token: drop it
-            last_recovery = (i, id(saved))
-            parser = saved.copy(deepcopy_values=False)  # type: ignore[attr-defined]
-            # The parser is now the checkpoint's, continued from 'resume'.
-            checkpoints[-1] = (depth, resume, parser.copy(deepcopy_values=False))
+                break
+            depth, _, states = checkpoints[-1]
+            resume = self._skip_for_loop(i) if tokens[i].type == "FOR" else self._resume_index(i, depth)
+            if resume <= i and last_failure == i:
+                resume = i + 1  # failed twice on this token: drop it
+            last_failure = i
+            parser = self._restore(states)
+            checkpoints[-1] = (depth, resume, states)
             i, quiet_until = resume, resume + 3
         if len(self.diagnostics) > errors_before:
             return None
         return result  # type: ignore[no-any-return]
 
-    def _expected(self, checkpoint: tuple[int, int, object], i: int) -> set[str]:
+    def _expected(self, checkpoint: tuple[int, int, list], i: int) -> set[str]:
         """The terminals that would have let the parser go on before token ``i``.
 
         The failing state's table lists lookaheads merged by LALR (so after
         ``if (x == 1`` it would also offer ';' and ','); replaying from the
         checkpoint and trying each terminal gives only the real ones.
         """
-        _, start, saved = checkpoint
-        replay = saved.copy(deepcopy_values=False)  # type: ignore[attr-defined]
-        conf = copy.copy(replay.parser_state.parse_conf)
-        conf.callbacks = {}  # no tree building while replaying
-        replay.parser_state.parse_conf = conf
+        _, start, states = checkpoint
+        replay = self._restore(states)
         try:
             for k in range(start, i):
-                replay.feed_token(self.tokens[k])
-            return set(replay.accepts())
-        except Exception:  # the replay is best effort: fall back to the table's set
+                replay.feed_token(self.tokens[k])  # type: ignore[attr-defined]
+            return set(replay.accepts())  # type: ignore[attr-defined]
+        except UnexpectedToken:  # the replay is best effort: fall back to the table's set
             return set()
+
+    def _skip_for_loop(self, i: int) -> int:
+        """The index after a whole ``for (...) statement`` (reported as unsupported)."""
+        k = self._after_group(i + 1) if i + 1 < len(self.tokens) and self.tokens[i + 1].type == "LPAREN" else i + 1
+        if k < len(self.tokens) and self.tokens[k].type == "LBRACE":
+            return self._after_group(k)
+        return self._resume_index(k, self.depth_before[k]) if k < len(self.tokens) else k
+
+    def _after_group(self, start: int) -> int:
+        """The index after the bracket group opened at ``start``."""
+        opener = self.tokens[start].type
+        closer = {"LPAREN": "RPAREN", "LBRACE": "RBRACE", "LBRACKET": "RBRACKET"}[opener]
+        depth = 0
+        for k in range(start, len(self.tokens)):
+            if self.tokens[k].type == opener:
+                depth += 1
+            elif self.tokens[k].type == closer:
+                depth -= 1
+                if depth == 0:
+                    return k + 1
+        return len(self.tokens)
 
     def _resume_index(self, i: int, depth: int) -> int:
         tokens = self.tokens
@@ -719,6 +755,8 @@ class _Driver:
             loc = self._end_location()
             phrases = _summarise(set(expected))
             message = "unexpected end of file" + (f"; expected {_join(phrases)}" if phrases else "")
+            if "SEMI" in expected and prev is not None and prev.type not in ("SEMI", "RBRACE", "LBRACE"):
+                message = "expected ';'"
         elif tok.type in _UNSUPPORTED_TOKENS:
             loc, message = tok.loc, _UNSUPPORTED_TOKENS[tok.type]
         else:
@@ -750,6 +788,7 @@ _UNSUPPORTED_TOKENS = {
     "BREAK": "'break' is not supported by the built-in target",
     "CONTINUE": "'continue' is not supported by the built-in target",
     "DOTS": "'...' is not supported by the built-in target",
+    "LIST": "'list' types are not supported by the built-in target",
 }
 
 _DISPLAY = {t: f"'{p}'" for p, t in _PUNCT_TYPE.items() if t != "COMPOUND_ASSIGN"}

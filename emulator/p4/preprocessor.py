@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from emulator.p4.errors import CompileError, Diagnostic, SourceLocation, UnsupportedError
 
@@ -73,7 +73,7 @@ class PreprocessedSource:
 
 def preprocess(
     path: str | os.PathLike[str],
-    include_dirs: tuple[str | os.PathLike[str], ...] | list = (),
+    include_dirs: Iterable[str | os.PathLike[str]] = (),
     defines: Mapping[str, str] | None = None,
     text: str | None = None,
 ) -> PreprocessedSource:
@@ -89,7 +89,7 @@ def preprocess(
 def preprocess_text(
     text: str,
     filename: str = "<string>",
-    include_dirs: tuple[str | os.PathLike[str], ...] | list = (),
+    include_dirs: Iterable[str | os.PathLike[str]] = (),
     defines: Mapping[str, str] | None = None,
 ) -> PreprocessedSource:
     return preprocess(filename, include_dirs, defines, text=text)

@@ -4,12 +4,15 @@ resources; and keysets, shared with parser ``select``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from emulator.p4 import ast, ir
 from emulator.p4.check.context import Scope, annotation_string, has_annotation
 from emulator.p4.check.typeres import annotations_of
-from emulator.p4.types import BitsType, BoolType, EnumType, ErrorType, Type
+from emulator.p4.types import (
+    BitsType, BoolType, EnumType, ErrorType, HeaderType, HeaderUnionType, StructType, Type,
+    find_annotation,
+)
 
 if TYPE_CHECKING:
     from emulator.p4.check.program import Checker
@@ -17,25 +20,35 @@ if TYPE_CHECKING:
 MATCH_KINDS = ("exact", "ternary", "lpm", "range", "optional", "selector")
 
 
-def key_name(e: ast.Expression) -> str | None:
-    """The match field name p4c derives from a key expression as written."""
+def key_name(e: ast.Expression,
+             member_name: Callable[[ast.MemberExpr], str] | None = None) -> str | None:
+    """The match field name p4c derives from a key expression as written.
+
+    ``member_name`` gives a member's name component (p4c uses the field's
+    ``@name``; one starting with ``.`` replaces the whole name)."""
+    def sub(x: ast.Expression) -> str | None:
+        return key_name(x, member_name)
+
     if isinstance(e, ast.PathExpr):
         return e.name
     if isinstance(e, ast.MemberExpr):
-        base = key_name(e.base)
-        return None if base is None else f"{base}.{e.member}"
+        member = member_name(e) if member_name is not None else e.member
+        if member.startswith("."):
+            return member[1:]
+        base = sub(e.base)
+        return None if base is None else f"{base}.{member}"
     if isinstance(e, ast.CallExpr) and isinstance(e.callee, ast.MemberExpr) \
             and e.callee.member == "isValid" and not e.args:
-        base = key_name(e.callee.base)
+        base = sub(e.callee.base)
         return None if base is None else f"{base}.$valid$"
     if isinstance(e, ast.IndexExpr):
-        base, index = key_name(e.base), key_name(e.index)
+        base, index = sub(e.base), sub(e.index)
         return None if base is None or index is None else f"{base}[{index}]"
     if isinstance(e, ast.SliceExpr):
-        base, hi, lo = key_name(e.base), key_name(e.hi), key_name(e.lo)
+        base, hi, lo = sub(e.base), sub(e.hi), sub(e.lo)
         return None if None in (base, hi, lo) else f"{base}[{hi}:{lo}]"
     if isinstance(e, ast.BinaryExpr) and e.op == "&":
-        left, right = key_name(e.left), key_name(e.right)
+        left, right = sub(e.left), sub(e.right)
         return None if left is None or right is None else f"{left} & {right}"
     if isinstance(e, ast.IntLiteral):
         return _literal_text(e)
@@ -161,10 +174,22 @@ class TableChecker:
             raise d.error(el.expr.loc, f"a key of type {expr.type} cannot be matched")
         if isinstance(expr.type, EnumType) and expr.type.underlying is None:
             raise d.error(el.expr.loc, "a key of a non-serializable enum type cannot be matched")
-        name = annotation_string(el.annotations, "name") or key_name(el.expr)
+        name = annotation_string(el.annotations, "name") or key_name(
+            el.expr, lambda m: self._field_name(m, scope))
         if name is None:
             raise d.error(el.expr.loc, f"table {table}: this key needs a @name annotation")
         return ir.TableKey(expr, el.match_kind, name, annotations_of(el.annotations))
+
+    def _field_name(self, e: ast.MemberExpr, scope: Scope) -> str:
+        """The key name component of ``e``: its field's ``@name`` if any."""
+        t = self.c.exprs.check(e.base, scope).type
+        if isinstance(t, (StructType, HeaderType, HeaderUnionType)):
+            for f in t.fields:
+                if f.name == e.member:
+                    given = find_annotation(f.annotations, "name")
+                    if given is not None and given.args and isinstance(given.args[0], str):
+                        return given.args[0]
+        return e.member
 
     def _action(self, ref: ast.ActionRef, scope: Scope) -> ir.Action:
         sym = scope.lookup(ref.name)
@@ -199,7 +224,7 @@ class TableChecker:
         if isinstance(value, ast.ConstructorCallExpr):
             name = annotation_string(prop.annotations, "name")
             if name is None:
-                raise d.error(prop.loc, f"an extern built in table property {prop.name} needs @name")
+                raise d.error(prop.loc, f"an extern built in table property {prop.name} needs a @name annotation (p4c's P4Runtime generation rejects anonymous ones)")
             inst = self.c.blocks.extern_instance(value.type, value.args, prop.annotations,
                                                  name.lstrip("."), name.lstrip("."), scope, value.loc)
             instances.append(inst)
