@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 COMMANDS: dict[str, str] = {
     "topo": "emulator.cli.topo",
     "p4": "emulator.cli.p4",
+    "scenario": "emulator.cli.scenario",
 }
 
 

@@ -1,0 +1,135 @@
+"""``aifabric scenario``: check scenario files.
+
+- ``scenario check FILE [--json] [--target builtin|bmv2]``: validate a
+  scenario against its topology and print a summary (topology, switch and
+  host settings, flows after expanding generators, events, captures,
+  expectations); ``--json`` prints the normalised scenario with every flow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+
+from emulator.scenario import Scenario, expand_workload, load_scenario
+from emulator.scenario.schema import TARGETS
+from emulator.scenario.spec import EcnSpec, FlowSpec, PfcSpec
+from emulator.scenario.units import Threshold, format_duration, format_size
+from emulator.topology import counts
+from emulator.topology.units import format_rate
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "scenario", help="check scenario files",
+        description="Check a scenario file (see scenarios/README.md).")
+    commands = parser.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND",
+                                     required=True)
+    check = commands.add_parser("check", help="validate a scenario and summarise it")
+    check.add_argument("file", metavar="FILE", help="scenario file (YAML)")
+    check.add_argument("--json", action="store_true",
+                       help="print the normalised scenario, every flow included, as JSON")
+    check.add_argument("--target", choices=TARGETS,
+                       help="switch target to use instead of the file's")
+    check.set_defaults(func=_check)
+
+
+def _check(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.file, target_override=args.target)
+    flows = expand_workload(scenario)
+    if args.json:
+        data = scenario.to_dict()
+        data["flows"] = [flow.to_dict() for flow in flows]
+        print(json.dumps(data, indent=2))
+        return 0
+    for line in summary_lines(scenario, flows):
+        print(line)
+    return 0
+
+
+def _threshold_text(threshold: Threshold, frame_bytes: int) -> str:
+    if threshold.unit == "pkts":
+        return str(threshold)
+    return f"{threshold} ({threshold.to_packets(frame_bytes)} pkts)"
+
+
+def _ecn_text(ecn: EcnSpec, frame_bytes: int, where: str = "") -> str:
+    if not ecn.enabled:
+        return "ECN off"
+    return (f"ECN{where}: kmin {_threshold_text(ecn.kmin, frame_bytes)}, kmax "
+            f"{_threshold_text(ecn.kmax, frame_bytes)}, pmax {ecn.pmax:g}")
+
+
+def _pfc_text(pfc: PfcSpec, where: str = "") -> str:
+    if not pfc.enabled:
+        return "PFC off"
+    return f"PFC{where}: xoff {pfc.xoff}, xon {pfc.xon}, quanta {pfc.quanta}"
+
+
+def _bytes_text(flows: list[FlowSpec]) -> str:
+    total = sum(flow.size_bytes or 0 for flow in flows)
+    unlimited = sum(flow.size_bytes is None for flow in flows)
+    text = f"{total:,} bytes in total ({total / 1e6:.3g} MB)" if total else "no sized flows"
+    if unlimited:
+        text += f" + {unlimited} unlimited flow{'s' if unlimited > 1 else ''}"
+    return text
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}{'' if number == 1 else 's'}"
+
+
+def summary_lines(scenario: Scenario, flows: list[FlowSpec]) -> list[str]:
+    """What ``scenario check`` prints: one line per topic, indented details."""
+    topo = scenario.topology
+    size = counts(topo)
+    frame_bytes = scenario.hosts.frame_bytes
+    switches = scenario.switches
+    prio = switches.priorities
+    dcqcn = scenario.hosts.dcqcn
+    ecn_prios = switches.ecn.priorities
+    lines = [
+        f"scenario {scenario.name} ({scenario.source}): ok",
+        f"  target {scenario.target}, duration {format_duration(scenario.duration_ns)}, "
+        f"seed {scenario.seed}, time scale {scenario.time_scale:g}",
+        f"topology {topo.name} ({topo.kind}, {scenario.topology_file or 'inline'}): "
+        f"{size['servers']} servers, {size['gpus']} GPUs, {size['switches']} switches, "
+        f"{size['host_links']} host links, {size['fabric_links']} fabric links",
+        f"switches: buffer {format_size(switches.buffer_bytes)} per port and priority; "
+        f"RoCE DSCP {prio.roce_dscp} -> priority {prio.roce}, CNP DSCP {prio.cnp_dscp} -> "
+        f"priority {prio.cnp}",
+        "  " + _ecn_text(switches.ecn, frame_bytes, f" on priorities {list(ecn_prios)}"),
+        "  " + _pfc_text(switches.pfc, f" on priorities {list(switches.pfc.priorities)}"),
+    ]
+    for override in switches.overrides:
+        place = override.switch + ("" if override.port is None else f":{override.port}")
+        port = switches.for_port(override.switch, override.port)
+        lines.append(f"  override {place}: buffer {format_size(port.buffer_bytes)}; "
+                     f"{_ecn_text(port.ecn, frame_bytes)}; {_pfc_text(port.pfc)}")
+    lines.append(
+        f"hosts: MTU {scenario.hosts.mtu_bytes}B (frames of {frame_bytes}B), DCQCN "
+        + (f"on (g {dcqcn.g:g}, AI {format_rate(dcqcn.rate_ai_bps)}, HAI "
+           f"{format_rate(dcqcn.rate_hai_bps)}, min {format_rate(dcqcn.min_rate_bps)}, timer "
+           f"{format_duration(dcqcn.timer_ns)}, CNP interval "
+           f"{format_duration(dcqcn.cnp_interval_ns)})" if dcqcn.enabled else "off"))
+    made = Counter(flow.generator for flow in flows if flow.generator is not None)
+    lines.append(f"flows: {len(flows)} ({len(scenario.flows)} written, {sum(made.values())} from "
+                 f"{len(scenario.generators)} generators), {_bytes_text(flows)}")
+    for generator in scenario.generators:
+        lines.append(f"  {generator.kind} {generator.id}: {_count(made[generator.id], 'flow')} "
+                     f"from {format_duration(generator.start_ns)}")
+    lines.append(f"events: {len(scenario.events)}")
+    for event in scenario.events:
+        what = f"{event.link[0]} - {event.link[1]}" if event.link else event.flow
+        lines.append(f"  {format_duration(event.at_ns)} {event.kind} {what}")
+    points = scenario.capture.points
+    if points:
+        lines.append(f"capture: {len(points)} points, at most {scenario.capture.max_packets} "
+                     f"packets each: {', '.join(str(point) for point in points)}")
+    else:
+        lines.append("capture: nothing")
+    lines.append(f"expect: {scenario.expect or '(not stated)'}; "
+                 f"{len(scenario.expect_checks)} checks")
+    lines.extend(f"  {check}" for check in scenario.expect_checks)
+    return lines

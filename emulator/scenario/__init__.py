@@ -1,0 +1,65 @@
+"""Scenario files: what one experiment runs, checked before anything starts.
+
+A scenario names a topology, the switches' buffers, ECN, PFC and traffic
+classes, the hosts' MTU and DCQCN, the traffic (flows and generators),
+timed events, packet captures and the expected outcome (see
+``scenarios/README.md`` for the format, key by key). Nothing here needs
+root or starts anything; the runner (later) consumes a :class:`Scenario`.
+
+- :func:`load_scenario`, :func:`scenario_from_dict` (:mod:`.loader`): read
+  and check, raising one-line :class:`ScenarioError`\\ s;
+- :data:`SCHEMA` (:mod:`.schema`): the JSON Schema of a file;
+- the typed spec (:mod:`.spec`) and units (:mod:`.units`);
+- :func:`expand_workload` (:mod:`.workload`): generators to flows;
+- :func:`to_fabric_settings` (:mod:`.fabric`): the controller's settings.
+"""
+
+from emulator.scenario.errors import ScenarioError
+from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
+from emulator.scenario.loader import load_scenario, scenario_from_dict
+from emulator.scenario.schema import SCHEMA
+from emulator.scenario.spec import (
+    CapturePoint,
+    CaptureSpec,
+    DcqcnSpec,
+    EcnSpec,
+    EventSpec,
+    ExpectCheck,
+    FlowSpec,
+    GeneratorSpec,
+    HostSettings,
+    PfcSpec,
+    PortSettings,
+    PrioritySpec,
+    Scenario,
+    SwitchOverride,
+    SwitchSettings,
+)
+from emulator.scenario.units import Threshold
+from emulator.scenario.workload import expand_workload
+
+__all__ = [
+    "SCHEMA",
+    "CapturePoint",
+    "CaptureSpec",
+    "DcqcnSpec",
+    "EcnSpec",
+    "EventSpec",
+    "ExpectCheck",
+    "FlowSpec",
+    "GeneratorSpec",
+    "HostSettings",
+    "PfcSpec",
+    "PortSettings",
+    "PrioritySpec",
+    "Scenario",
+    "ScenarioError",
+    "SwitchOverride",
+    "SwitchSettings",
+    "Threshold",
+    "buffer_bytes",
+    "expand_workload",
+    "load_scenario",
+    "scenario_from_dict",
+    "to_fabric_settings",
+]

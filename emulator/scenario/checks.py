@@ -1,0 +1,238 @@
+"""Checks across keys of a parsed scenario, each failing as one line.
+
+- Traffic classes: the RoCE and CNP DSCPs differ; with PFC on, the RoCE
+  priority is lossless; with ECN and DCQCN on, ECN marks the RoCE priority.
+- Every port (the defaults, then each override as it applies): ECN
+  ``kmin <= kmax`` and ``kmin`` below the buffer; PFC ``xon < xoff <=
+  buffer``. Packet thresholds count full-size frames (MTU + 58 bytes).
+- Flows (written and generated): ids unique, ``src`` and ``dst`` on
+  different servers (GPUs of one server talk over the scale-up domain, not
+  the fabric), starting before the end; at least one flow.
+- Events: before the end; a link goes down only when up and up only when
+  down; a flow is stopped once, at or after its start.
+- DCQCN's minimum rate is at most the host link rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from emulator.scenario.errors import KeyPath, ScenarioError, Where
+from emulator.scenario.spec import EventSpec, FlowSpec, PortSettings, Scenario
+from emulator.scenario.units import Threshold, format_duration, format_size
+from emulator.scenario.workload import expand_generator
+from emulator.topology.units import format_rate
+
+Fail = Callable[[str, str], ScenarioError]  # (section.key, message) -> error
+
+
+def check_scenario(scenario: Scenario, where: Where) -> Scenario:
+    """The scenario with its events in time order, or the first problem found."""
+    _check_classes(scenario, where)
+    _check_ports(scenario, where)
+    flows = _check_flows(scenario, where)
+    events = _check_events(scenario, flows, where)
+    host_rate_bps = scenario.topology.spec.host_link.rate_bps
+    dcqcn = scenario.hosts.dcqcn
+    if dcqcn.enabled and dcqcn.min_rate_bps > host_rate_bps:
+        raise where.error(["hosts", "dcqcn", "min_rate"], (
+            f"{format_rate(dcqcn.min_rate_bps)} is above the host link rate "
+            f"{format_rate(host_rate_bps)}; the rate floor must not exceed line rate"))
+    return replace(scenario, events=events)
+
+
+def _check_classes(scenario: Scenario, where: Where) -> None:
+    switches = scenario.switches
+    prio = switches.priorities
+    if prio.roce_dscp == prio.cnp_dscp:
+        raise where.error(["switches", "priorities", "cnp_dscp"], (
+            f"{prio.cnp_dscp} is also roce_dscp; the switches could not tell data from CNPs, "
+            f"give them different DSCPs (e.g. 26 and 48)"))
+    if switches.pfc.enabled and prio.roce not in switches.pfc.priorities:
+        raise where.error(["switches", "pfc", "priorities"], (
+            f"{list(switches.pfc.priorities)} leaves the RoCE priority {prio.roce} lossy; add "
+            f"{prio.roce} or set switches.priorities.roce to a PFC priority"))
+    if (switches.ecn.enabled and scenario.hosts.dcqcn.enabled
+            and prio.roce not in switches.ecn.priorities):
+        raise where.error(["switches", "ecn", "priorities"], (
+            f"{list(switches.ecn.priorities)} does not mark the RoCE priority {prio.roce}, so "
+            f"DCQCN would never see a mark; add {prio.roce}"))
+
+
+def _show(threshold: Threshold, frame_bytes: int) -> str:
+    if threshold.unit == "pkts":
+        return f"{threshold} (= {format_size(threshold.to_bytes(frame_bytes))})"
+    return str(threshold)
+
+
+def _check_port(port: PortSettings, frame_bytes: int, fail: Fail) -> None:
+    ecn, pfc, buffer_bytes = port.ecn, port.pfc, port.buffer_bytes
+    if ecn.enabled:
+        same_unit = ecn.kmin.unit == ecn.kmax.unit
+        if (ecn.kmin.amount > ecn.kmax.amount if same_unit
+                else ecn.kmin.to_packets(frame_bytes) > ecn.kmax.to_packets(frame_bytes)):
+            raise fail("ecn.kmin", f"kmin {_show(ecn.kmin, frame_bytes)} is above kmax "
+                                   f"{_show(ecn.kmax, frame_bytes)}; ECN marks more and more "
+                                   f"from kmin up to kmax, so kmin <= kmax")
+        if ecn.kmin.to_bytes(frame_bytes) >= buffer_bytes:
+            raise fail("ecn.kmin", f"kmin {_show(ecn.kmin, frame_bytes)} is not below the buffer "
+                                   f"{format_size(buffer_bytes)}; the queue never gets that "
+                                   f"deep, so nothing would be marked")
+    if pfc.enabled:
+        same_unit = pfc.xon.unit == pfc.xoff.unit
+        if (pfc.xon.amount >= pfc.xoff.amount if same_unit
+                else pfc.xon.to_bytes(frame_bytes) >= pfc.xoff.to_bytes(frame_bytes)):
+            raise fail("pfc.xon", f"xon {_show(pfc.xon, frame_bytes)} is not below xoff "
+                                  f"{_show(pfc.xoff, frame_bytes)}; PFC pauses above xoff and "
+                                  f"resumes below xon, so xon < xoff")
+        if pfc.xoff.to_bytes(frame_bytes) > buffer_bytes:
+            raise fail("pfc.xoff", f"xoff {_show(pfc.xoff, frame_bytes)} is above the buffer "
+                                   f"{format_size(buffer_bytes)}; the queue would drop before it "
+                                   f"pauses, so xoff <= buffer")
+
+
+def _check_ports(scenario: Scenario, where: Where) -> None:
+    switches = scenario.switches
+    frame_bytes = scenario.hosts.frame_bytes
+
+    def fail_default(key: str, message: str) -> ScenarioError:
+        return where.error(["switches", *key.split(".")], message)
+
+    _check_port(switches.for_port(""), frame_bytes, fail_default)
+    seen: dict[tuple[str, int | None], int] = {}
+    for index, override in enumerate(switches.overrides):
+        path: list[str | int] = ["switches", "overrides", index]
+        target = (override.switch, override.port)
+        if target in seen:
+            raise where.error(path, f"overrides {_place(*target)} again (first in "
+                                    f"switches.overrides[{seen[target]}]); merge the two")
+        seen[target] = index
+
+        def fail_override(key: str, message: str, override=override,
+                          path=path) -> ScenarioError:
+            section, name = key.split(".")
+            given = getattr(override, section)
+            if name in given:
+                return where.error([*path, section, name], message)
+            return where.error(path, f"with this override, "
+                                     f"{_place(override.switch, override.port)}: {message}")
+
+        _check_port(switches.for_port(override.switch, override.port), frame_bytes,
+                    fail_override)
+
+
+def _place(switch: str, port: int | None) -> str:
+    return f"switch {switch}" if port is None else f"port {switch}:{port}"
+
+
+def _check_flow(flow: FlowSpec, scenario: Scenario, where: Where, path: KeyPath,
+                server_of: dict[str, str], start_path: KeyPath | None = None) -> None:
+    if flow.src == flow.dst:
+        raise where.error(path, f"flow {flow.id} goes from {flow.src} to itself; "
+                                f"give a dst on another server")
+    if server_of[flow.src] == server_of[flow.dst]:
+        raise where.error(path, (
+            f"{flow.src} and {flow.dst} are both on server {server_of[flow.src]}: GPUs of one "
+            f"server talk over the scale-up domain, not the fabric; pick GPUs of different "
+            f"servers"))
+    if flow.start_ns >= scenario.duration_ns:
+        raise where.error(start_path or path, (
+            f"flow {flow.id} starts at {format_duration(flow.start_ns)}, not before the end at "
+            f"{format_duration(scenario.duration_ns)}; start it earlier or lengthen duration"))
+
+
+def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
+    """Every flow by id, checked."""
+    server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus}
+    by_id: dict[str, FlowSpec] = {}
+    origin: dict[str, str] = {}
+    for index, flow in enumerate(scenario.flows):
+        path = ["workload", "flows", index]
+        if flow.id in by_id:
+            raise where.error([*path, "id"], f"{flow.id!r} is also the id of {origin[flow.id]}; "
+                                             f"flow ids must be unique")
+        _check_flow(flow, scenario, where, path, server_of)
+        by_id[flow.id] = flow
+        origin[flow.id] = f"workload.flows[{index}]"
+    generator_ids: dict[str, int] = {}
+    for index, generator in enumerate(scenario.generators):
+        path = ["workload", "generators", index]
+        if generator.id in generator_ids:
+            raise where.error([*path, "id"], (
+                f"{generator.id!r} is also the id of workload.generators"
+                f"[{generator_ids[generator.id]}]; generator ids must be unique"))
+        generator_ids[generator.id] = index
+        try:
+            made = expand_generator(generator, scenario.seed, server_of)
+        except ValueError as exc:
+            raise where.error(path, str(exc)) from None
+        for flow in made:
+            if flow.id in by_id:
+                raise where.error([*path, "id"] if "id" in _given(where, path) else path, (
+                    f"makes flow {flow.id!r}, which is also the id of {origin[flow.id]}; "
+                    f"give this generator another id"))
+            _check_flow(flow, scenario, where, _pair_path(generator.kind, path), server_of, path)
+            by_id[flow.id] = flow
+            origin[flow.id] = f"workload.generators[{index}]"
+    if not by_id:
+        raise where.error(["workload"], "makes no flows; give flows or generators")
+    return by_id
+
+
+def _given(where: Where, path: KeyPath) -> set[str]:
+    """Keys written under ``path``, from the line map (empty without one)."""
+    prefix = tuple(str(part) for part in path)
+    return {key[len(prefix)] for key in where.lines
+            if len(key) == len(prefix) + 1 and key[:len(prefix)] == prefix}
+
+
+def _pair_path(kind: str, path: list[str | int]) -> list[str | int]:
+    return {"incast": [*path, "senders"], "pairs": [*path, "pairs"]}.get(kind, path)
+
+
+def _check_events(scenario: Scenario, flows: dict[str, FlowSpec],
+                  where: Where) -> tuple[EventSpec, ...]:
+    """The events in time order (file order among equal times)."""
+    order = sorted(range(len(scenario.events)), key=lambda i: scenario.events[i].at_ns)
+    down: dict[frozenset[str], int] = {}
+    stopped: dict[str, int] = {}
+    end = format_duration(scenario.duration_ns)
+    for index in order:
+        event = scenario.events[index]
+        path: list[str | int] = ["events", index]
+        at = format_duration(event.at_ns)
+        if event.at_ns >= scenario.duration_ns:
+            raise where.error([*path, "at"], f"{at} is not before the end at {end}; "
+                                             f"move the event earlier or lengthen duration")
+        if event.link is not None:
+            link = frozenset(event.link)
+            ends = f"[{event.link[0]}, {event.link[1]}]"
+            if event.kind == "link_down" and link in down:
+                raise where.error(path, f"link {ends} is already down at {at} (events"
+                                        f"[{down[link]}]); bring it up first")
+            if event.kind == "link_up" and link not in down:
+                raise where.error(path, f"link {ends} is up at {at}; a link_up needs an "
+                                        f"earlier link_down of the same link")
+            if event.kind == "link_down":
+                down[link] = index
+            else:
+                del down[link]
+            continue
+        flow = flows.get(event.flow or "")
+        if flow is None:
+            raise where.error([*path, "flow"], f"no flow {event.flow!r}; flows are "
+                                               f"{_some(list(flows))}")
+        if event.at_ns < flow.start_ns:
+            raise where.error([*path, "at"], f"{at} is before flow {flow.id} starts "
+                                             f"({format_duration(flow.start_ns)})")
+        if flow.id in stopped:
+            raise where.error(path, f"flow {flow.id} is already stopped by "
+                                    f"events[{stopped[flow.id]}]")
+        stopped[flow.id] = index
+    return tuple(scenario.events[index] for index in order)
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 8 else ", ".join(names[:6]) + ", ..."
+

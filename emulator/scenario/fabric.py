@@ -1,0 +1,55 @@
+"""From a scenario's switch settings to the controller's :class:`FabricSettings`.
+
+ECN thresholds written in bytes become packets, because the switches count
+queue depth in packets (BMv2's ``enq_qdepth``; the built-in target does the
+same): ``ceil(bytes / frame)`` with ``frame`` = MTU + 58 bytes of RoCEv2
+headers (:data:`~emulator.scenario.spec.ROCE_FRAME_OVERHEAD_BYTES`).
+Rounding up means no packet is marked while the queue holds at most
+``kmin`` bytes of full-size frames, and every packet is marked once it holds
+about ``kmax`` bytes. PFC thresholds are bytes on the switch; a threshold
+written in packets is that many full-size frames.
+
+Overrides are per switch or port but :class:`FabricSettings` is one value:
+``to_fabric_settings(scenario)`` gives the fabric-wide settings and
+``to_fabric_settings(scenario, switch, port)`` those of one port, for a
+controller that programs ports one by one.
+"""
+
+from __future__ import annotations
+
+from emulator.control.fabric_plan import EcnSettings, FabricSettings, PfcSettings
+from emulator.scenario.spec import Scenario
+
+
+def to_fabric_settings(scenario: Scenario, switch: str | None = None,
+                       port: int | None = None) -> FabricSettings:
+    """The traffic classes, ECN and PFC of the fabric (or of one switch or port)."""
+    frame_bytes = scenario.hosts.frame_bytes
+    settings = scenario.switches.for_port(switch or "", port)
+    priorities = scenario.switches.priorities
+    ecn, pfc = settings.ecn, settings.pfc
+    return FabricSettings(
+        roce_dscp=priorities.roce_dscp,
+        roce_priority=priorities.roce,
+        cnp_dscp=priorities.cnp_dscp,
+        cnp_priority=priorities.cnp,
+        ecn=EcnSettings(
+            enabled=ecn.enabled,
+            kmin_pkts=ecn.kmin.to_packets(frame_bytes),
+            kmax_pkts=ecn.kmax.to_packets(frame_bytes),
+            pmax=ecn.pmax,
+            priorities=ecn.priorities,
+        ),
+        pfc=PfcSettings(
+            enabled=pfc.enabled,
+            priorities=pfc.priorities,
+            xoff_bytes=pfc.xoff.to_bytes(frame_bytes),
+            xon_bytes=pfc.xon.to_bytes(frame_bytes),
+            quanta=pfc.quanta,
+        ),
+    )
+
+
+def buffer_bytes(scenario: Scenario, switch: str, port: int) -> int:
+    """The buffer of each priority queue of ``switch``'s port ``port``."""
+    return scenario.switches.for_port(switch, port).buffer_bytes

@@ -1,0 +1,326 @@
+"""The JSON Schema of a scenario file, and its violations as one-line errors.
+
+:data:`SCHEMA` describes the whole file (draft 2020-12). It checks the
+shape: keys, types, ranges, enumerations, and which keys each kind of
+generator and event takes (``if``/``then`` on ``kind``). Units (sizes,
+durations, rates, thresholds) are strings the schema only types; their
+syntax is checked when they are parsed (:mod:`.parse`), and everything that
+needs the topology (GPU, switch and port names) afterwards (:mod:`.checks`).
+
+Each object schema has a ``title`` ("a flow") and each value schema a
+``description`` (what to write instead); :func:`check_schema` uses them to
+turn the violation nearest the top of the file into one line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import jsonschema
+
+from emulator.scenario.errors import Where
+from emulator.scenario.spec import UNLIMITED
+from emulator.scenario.units import DURATION_HINT, SIZE_HINT, THRESHOLD_HINT
+from emulator.topology.units import RATE_HINT
+
+TARGETS: tuple[str, ...] = ("builtin", "bmv2")
+OPS: tuple[str, ...] = ("write", "send", "read")
+GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pairs")
+EVENT_KINDS: tuple[str, ...] = ("link_down", "link_up", "stop_flow")
+CHECK_OPS: tuple[str, ...] = ("==", "!=", "<", "<=", ">", ">=")
+MAX_QPS = 64
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_NAME_HINT = "letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. f1)"
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(values)
+
+
+def _obj(title: str, properties: dict[str, Any], required: tuple[str, ...] = (),
+         example: str = "") -> dict[str, Any]:
+    """A mapping schema: ``title`` names it in messages ("a flow")."""
+    return {
+        "type": "object",
+        "title": title,
+        "description": f"a mapping{f', e.g. {example}' if example else ''}",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _list(items: dict[str, Any], hint: str, min_items: int = 0,
+          unique: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "array", "items": items, "description": hint}
+    if min_items:
+        schema["minItems"] = min_items
+    if unique:
+        schema["uniqueItems"] = True
+    return schema
+
+
+def _int(minimum: int, maximum: int | None = None, hint: str = "") -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer", "minimum": minimum}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    schema["description"] = hint or (f"a whole number from {minimum} to {maximum}"
+                                     if maximum is not None else f"a whole number >= {minimum}")
+    return schema
+
+
+_STR = {"type": "string", "description": "text"}
+_BOOL = {"type": "boolean", "description": "true or false"}
+_SIZE = {"type": ["string", "integer"], "description": SIZE_HINT}
+_DURATION = {"type": ["string", "integer"], "description": DURATION_HINT}
+_RATE = {"type": ["string", "integer"], "description": RATE_HINT}
+_THRESHOLD = {"type": ["string", "integer"], "description": THRESHOLD_HINT}
+_FLOW_SIZE = {"type": ["string", "integer"],
+              "description": f"{SIZE_HINT}; or {UNLIMITED} to send until stopped"}
+_PRIORITY = _int(0, 7)
+_DSCP = _int(0, 63)
+_PRIORITY_LIST = _list(_PRIORITY, "a list of priorities from 0 to 7, e.g. [3]", unique=True)
+_GPU = {"type": "string", "description": "a GPU name srvS/gpuR (e.g. srv0/gpu0)"}
+_GPU_LIST = _list({"type": "string", "description": "a GPU name or pattern (e.g. srv*/gpu0)"},
+                  "a list of GPU names or patterns, e.g. [srv0/gpu0, srv*/gpu1]", min_items=1,
+                  unique=True)
+_ID = {"type": "string", "pattern": _NAME, "maxLength": 64, "description": _NAME_HINT}
+
+_ECN_KEYS: dict[str, Any] = {
+    "enabled": _BOOL,
+    "kmin": _THRESHOLD,
+    "kmax": _THRESHOLD,
+    "pmax": {"type": "number", "minimum": 0, "maximum": 1,
+             "description": "a probability from 0 to 1 (e.g. 0.2)"},
+}
+_PFC_KEYS: dict[str, Any] = {
+    "enabled": _BOOL,
+    "xoff": _THRESHOLD,
+    "xon": _THRESHOLD,
+    "quanta": _int(1, 65535, "a whole number of pause quanta from 1 to 65535"),
+}
+_ECN = _obj("an ecn mapping", {**_ECN_KEYS, "priorities": _PRIORITY_LIST},
+            example="{enabled: true, kmin: 20KB, kmax: 80KB, pmax: 0.2}")
+_PFC = _obj("a pfc mapping", {**_PFC_KEYS, "priorities": {**_PRIORITY_LIST, "minItems": 1}},
+            example="{enabled: true, priorities: [3], xoff: 40KB, xon: 20KB}")
+_PRIORITIES = _obj("a priorities mapping", {
+    "roce_dscp": _DSCP, "roce": _PRIORITY, "cnp_dscp": _DSCP, "cnp": _PRIORITY,
+}, example="{roce_dscp: 26, roce: 3, cnp_dscp: 48, cnp: 6}")
+_OVERRIDE = _obj("an override", {
+    "switch": {"type": "string", "description": "a switch name (e.g. leaf-r0-0)"},
+    "port": _int(1, hint="a port number >= 1 (leave it out for every port of the switch)"),
+    "buffer": _SIZE,
+    "ecn": _obj("an ecn override", _ECN_KEYS, example="{kmin: 10KB}"),
+    "pfc": _obj("a pfc override", _PFC_KEYS, example="{xoff: 20KB, xon: 10KB}"),
+}, required=("switch",), example="{switch: leaf-r0-0, port: 3, buffer: 64KB}")
+_SWITCHES = _obj("switches", {
+    "buffer": _SIZE,
+    "ecn": _ECN,
+    "pfc": _PFC,
+    "priorities": _PRIORITIES,
+    "overrides": _list(_OVERRIDE, "a list of overrides, e.g. [{switch: leaf-r0-0, buffer: 64KB}]"),
+}, example="{buffer: 256KB, ecn: {...}, pfc: {...}}")
+
+_DCQCN = _obj("a dcqcn mapping", {
+    "enabled": _BOOL,
+    "g": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+          "description": "a weight above 0 and at most 1 (e.g. 0.00390625, 1/256)"},
+    "rate_ai": _RATE,
+    "rate_hai": _RATE,
+    "min_rate": _RATE,
+    "timer": _DURATION,
+    "alpha_timer": _DURATION,
+    "byte_counter": _SIZE,
+    "fast_recovery_steps": _int(1, 64),
+    "cnp_interval": _DURATION,
+}, example="{enabled: true, g: 0.00390625, rate_ai: 5Mbps}")
+_HOSTS = _obj("hosts", {"mtu": _SIZE, "dcqcn": _DCQCN}, example="{mtu: 1024B, dcqcn: {...}}")
+
+# Keys every generator takes, then what each kind adds.
+_TRAFFIC_KEYS: dict[str, Any] = {
+    "start": _DURATION,
+    "priority": _PRIORITY,
+    "op": {"enum": list(OPS), "description": _one_of(OPS)},
+    "qps": _int(1, MAX_QPS),
+    "rate": _RATE,
+}
+_FLOW = _obj("a flow", {
+    "id": _ID, "src": _GPU, "dst": _GPU, "size": _FLOW_SIZE, **_TRAFFIC_KEYS,
+}, required=("id", "src", "dst", "size"),
+    example="{id: f1, src: srv0/gpu0, dst: srv3/gpu0, size: 4MB}")
+_GENERATOR_COMMON: dict[str, Any] = {
+    "kind": {"enum": list(GENERATOR_KINDS), "description": _one_of(GENERATOR_KINDS)},
+    "id": _ID,
+    "size": _FLOW_SIZE,
+    "stagger": _DURATION,
+    **_TRAFFIC_KEYS,
+}
+_PAIR = {"type": "array", "items": _GPU, "minItems": 2, "maxItems": 2,
+         "description": "a pair [src, dst], e.g. [srv0/gpu0, srv1/gpu0]"}
+GENERATOR_SCHEMAS: dict[str, dict[str, Any]] = {
+    "incast": _obj("an incast generator", {
+        **_GENERATOR_COMMON, "senders": _GPU_LIST, "receiver": _GPU,
+    }, required=("kind", "senders", "receiver", "size")),
+    "permutation": _obj("a permutation generator", {**_GENERATOR_COMMON, "gpus": _GPU_LIST},
+                        required=("kind", "size")),
+    "all-to-all": _obj("an all-to-all generator", {**_GENERATOR_COMMON, "gpus": _GPU_LIST},
+                       required=("kind", "size")),
+    "pairs": _obj("a pairs generator", {
+        **_GENERATOR_COMMON,
+        "pairs": _list(_PAIR, "a list of [src, dst] pairs, e.g. [[srv0/gpu0, srv1/gpu0]]",
+                       min_items=1),
+    }, required=("kind", "pairs", "size")),
+}
+
+
+def _by_kind(title: str, kinds: tuple[str, ...], schemas: Mapping[str, dict[str, Any]],
+             example: str) -> dict[str, Any]:
+    """A mapping whose ``kind`` picks the schema of the rest."""
+    return {
+        "type": "object",
+        "title": title,
+        "description": f"a mapping, e.g. {example}",
+        "properties": {"kind": {"enum": list(kinds), "description": _one_of(kinds)}},
+        "required": ["kind"],
+        "allOf": [
+            {"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+             "then": schemas[kind]}
+            for kind in kinds
+        ],
+    }
+
+
+_LINK = {"type": "array", "items": {"type": "string", "description": "a switch or GPU name"},
+         "minItems": 2, "maxItems": 2,
+         "description": "the two ends of a link, e.g. [leaf-r0-0, spine0]"}
+EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "link_down": _obj("a link_down event", {"at": _DURATION, "kind": _STR, "link": _LINK},
+                      required=("at", "kind", "link")),
+    "link_up": _obj("a link_up event", {"at": _DURATION, "kind": _STR, "link": _LINK},
+                    required=("at", "kind", "link")),
+    "stop_flow": _obj("a stop_flow event", {
+        "at": _DURATION, "kind": _STR,
+        "flow": {"type": "string", "description": "a flow id (e.g. f1 or g0-3)"},
+    }, required=("at", "kind", "flow")),
+}
+_CAPTURE = _obj("capture", {
+    "ports": _list({"type": "string", "description": "SWITCH:PORT, SWITCH:* or a GPU name"},
+                   "a list of capture points, e.g. [leaf-r0-0:1, spine0:*, srv3/gpu0]",
+                   min_items=1),
+    "max_packets": _int(1, hint="a whole number of packets >= 1 (e.g. 10000)"),
+}, required=("ports",), example="{ports: [leaf-r0-0:1], max_packets: 10000}")
+_CHECK = _obj("an expect check", {
+    "metric": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_/-]+)*$",
+               "description": "a dotted path into results.json (e.g. totals.drops)"},
+    "op": {"enum": list(CHECK_OPS), "description": _one_of(CHECK_OPS)},
+    "value": {"type": ["number", "boolean", "string"],
+              "description": "a number (or true, false, text with == and !=)"},
+    "description": _STR,
+}, required=("metric", "op", "value"), example="{metric: totals.drops, op: '==', value: 0}")
+
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    **_obj("a scenario", {
+        "name": {"type": "string", "pattern": _NAME, "maxLength": 64,
+                 "description": "letters, digits, '.', '_' and '-' (e.g. incast-ecn), at most 64"},
+        "description": _STR,
+        "expect": _STR,
+        "topology": {"type": ["string", "object"],
+                     "description": "a topology file path (relative to this file) or a mapping"},
+        "target": {"enum": list(TARGETS), "description": _one_of(TARGETS)},
+        "duration": _DURATION,
+        "seed": _int(0),
+        "time_scale": {"type": "number", "minimum": 1,
+                       "description": "a number >= 1 (1 = real time)"},
+        "switches": _SWITCHES,
+        "hosts": _HOSTS,
+        "workload": _obj("workload", {
+            "flows": _list(_FLOW, "a list of flows, e.g. [{id: f1, src: srv0/gpu0, ...}]"),
+            "generators": _list(
+                _by_kind("a generator", GENERATOR_KINDS, GENERATOR_SCHEMAS,
+                         "{kind: incast, senders: [srv0/gpu0], receiver: srv3/gpu0, size: 2MB}"),
+                "a list of generators, e.g. [{kind: permutation, size: 1MB}]"),
+        }, example="{flows: [...], generators: [...]}"),
+        "events": _list(_by_kind("an event", EVENT_KINDS, EVENT_SCHEMAS,
+                                 "{at: 2s, kind: link_down, link: [leaf-r0-0, spine0]}"),
+                        "a list of events, e.g. [{at: 2s, kind: stop_flow, flow: f1}]"),
+        "capture": _CAPTURE,
+        "expect_checks": _list(_CHECK, "a list of checks, e.g. [{metric: totals.drops, "
+                                       "op: '==', value: 0}]"),
+    }, required=("name", "topology", "duration", "workload")),
+}
+
+
+def _show(value: object) -> str:
+    """A value as the user wrote it in YAML, for messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null (no value)"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return repr(value)
+
+
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "integer": "a whole number",
+               "number": "a number", "string": "text", "boolean": "true or false"}
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[list[str | int], str]:
+    """The key path and message of one violation."""
+    path: list[str | int] = list(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    hint = schema.get("description", "")
+    title = schema.get("title", "this mapping")
+    value = error.instance
+    shown = _show(value)
+    if error.validator == "additionalProperties":
+        allowed = list(schema.get("properties", {}))
+        extra = sorted((key for key in value if key not in allowed), key=str)[0]
+        return path + [extra], f"unknown key; {title} takes {', '.join(allowed)}"
+    if error.validator == "required":
+        missing = next(key for key in error.validator_value if key not in value)
+        return path + [missing], f"is missing; {title} needs {', '.join(error.validator_value)}"
+    if error.validator == "type":
+        expected = error.validator_value
+        names = [_TYPE_NAMES[t] for t in (expected if isinstance(expected, list) else [expected])]
+        return path, f"{shown} is not {' or '.join(names)}; use {hint}"
+    if error.validator in ("minimum", "exclusiveMinimum"):
+        return path, f"{shown} is too small; use {hint}"
+    if error.validator == "maximum":
+        return path, f"{shown} is too large; use {hint}"
+    if error.validator == "enum":
+        what = path[-1] if path and isinstance(path[-1], str) else "value"
+        return path, f"{shown} is not a known {what}; use {hint}"
+    if error.validator in ("pattern", "maxLength"):
+        return path, f"{shown} is not allowed; use {hint}"
+    if error.validator == "minItems":
+        if not value:
+            return path, f"is empty; use {hint}"
+        return path, f"has {len(value)} item(s), too few; use {hint}"
+    if error.validator == "maxItems":
+        return path, f"has {len(value)} items, too many; use {hint}"
+    if error.validator == "uniqueItems":
+        seen: list[object] = []
+        repeated = next(item for item in value if item in seen or seen.append(item))
+        return path, f"lists {_show(repeated)} twice; use {hint}"
+    return path, error.message  # pragma: no cover - every keyword SCHEMA uses is above
+
+
+def check_schema(data: object, where: Where) -> None:
+    """Raise the violation of :data:`SCHEMA` nearest the top of the file."""
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    described = [_describe(error) for error in validator.iter_errors(data)]
+    if not described:
+        return
+    # The one nearest the top of the file, so fixing errors one by one walks
+    # down the file; among errors on one line, the deepest key.
+    path, message = min(
+        described,
+        key=lambda item: (where.line(item[0]) or math.inf, -len(item[0]), str(item[0])),
+    )
+    raise where.error(path, message)
