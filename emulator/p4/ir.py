@@ -476,10 +476,12 @@ class TableKey:
 @dataclass(eq=False)
 class ActionRef:
     """An entry of a table's ``actions`` list (``@defaultonly``,
-    ``@tableonly`` kept in ``annotations``)."""
+    ``@tableonly`` kept in ``annotations``). ``args`` are the arguments
+    bound there to the action's directional parameters (``a(hdr.x)``)."""
 
     action: Action
     annotations: tuple[Annotation, ...] = ()
+    args: tuple[Expr, ...] = ()
 
 
 @dataclass(eq=False)

@@ -204,11 +204,16 @@ class ExternType:
 class Annotation:
     """``@name(body)``. ``args`` holds the body's expressions when they are
     constants or strings (``@name("x")`` → ``("x",)``, ``@id(3)`` → ``(3,)``);
-    ``raw`` holds the unparsed body text for any annotation."""
+    ``raw`` holds the unparsed body text for any annotation. ``tokens`` are
+    the body's tokens as written (string literals with their double quotes:
+    ``raw`` is them joined by single spaces); ``structured`` marks
+    ``@name[...]`` bodies (P4-16 structured annotations)."""
 
     name: str
     args: tuple[object, ...] = ()
     raw: str = ""
+    tokens: tuple[str, ...] = ()
+    structured: bool = False
 
 
 Type = Union[

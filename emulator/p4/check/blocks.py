@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from emulator.p4 import ast, ir
 from emulator.p4.check.context import Abort, Scope, Symbol, annotation_string, declare
-from emulator.p4.check.stmt import Where
+from emulator.p4.check.stmt import Where, always_returns
 from emulator.p4.check.typeres import annotations_of
 from emulator.p4.types import (
     BOOL, BitsType, BoolType, EnumType, ErrorType, ExternType, InfIntType, Type, VoidType,
@@ -80,6 +80,8 @@ class BlockChecker:
             fn = ir.Function(decl.name, tuple(params), rt, ir.Block(), loc=decl.loc)
             self._functions[id(decl)] = fn
             fn.body = self.c.stmts.block(decl.body.statements, inner, Where("function", rt))
+            if not isinstance(rt, VoidType) and not always_returns(fn.body.stmts):
+                self.c.diags.error(decl.loc, f"function {decl.name} does not return a value on all paths")
             cached = fn
         return cached
 
@@ -92,6 +94,10 @@ class BlockChecker:
                 raise self.c.diags.error(p.loc, f"parameter {p.name} needs a direction")
             local = ir.Local(p.name, t, p.direction, annotations_of(p.annotations), loc=p.loc)
             declare(scope, self.c.diags, p.name, Symbol("var", local, p), p.loc)
+            if p.default is not None:
+                self.c.param_defaults[id(local)] = (p.default, scope)
+            if not p.direction and allow_directionless and not isinstance(t, ExternType):
+                self.c.readonly.add(id(local))
             out.append(local)
         return out
 
@@ -185,8 +191,9 @@ class BlockChecker:
         states: dict[str, ir.ParserState] = {}
         for s in decl.states:
             try:
-                stmts = self.c.stmts.block(s.statements, scope, Where("parser")).stmts
-                transition = self._transition(s, scope, names)
+                inner = scope.child()  # the state's variables are visible in its select
+                stmts = self.c.stmts.block(s.statements, inner, Where("parser"), new_scope=False).stmts
+                transition = self._transition(s, inner, names)
                 states[s.name] = ir.ParserState(s.name, stmts, transition,
                                                 annotations_of(s.annotations), loc=s.loc)
             except Abort:
@@ -239,7 +246,10 @@ class BlockChecker:
         if sym is None:
             raise d.error(n.type.loc, f"unknown type {base.name!r}")
         if sym.kind in ("control", "parser"):
-            inner_prefix = control_plane_name(prefix, n.name, n.annotations)
+            # A top-level instance is not inlined: p4c names its objects after
+            # the control/parser type, whatever the instance is called.
+            inner_prefix = control_plane_name(prefix, n.name, n.annotations) if prefix \
+                else sym.decl.name  # type: ignore[union-attr]
             return self.instantiate(sym.decl, inner_prefix, n.args, scope, n.loc)  # type: ignore[arg-type]
         if sym.kind != "extern":
             raise d.error(n.type.loc, f"{base.name!r} cannot be instantiated")

@@ -22,12 +22,17 @@ if TYPE_CHECKING:
 LVALUE_NODES = (ir.LocalRef, ir.Member, ir.StackElement, ir.Slice, ir.StackNext, ir.StackLast)
 
 
-def is_lvalue(e: ir.Expr) -> bool:
+def is_lvalue(e: ir.Expr, readonly: set[int] | frozenset[int] = frozenset()) -> bool:
+    """Whether ``e`` can be written: a path to storage whose root is not an
+    ``in`` parameter nor one of ``readonly`` (ids of locals: action data and
+    function parameters without direction, which behave as ``in``)."""
     if isinstance(e, ir.Slice):
-        return is_lvalue(e.base)
-    if isinstance(e, (ir.Member, ir.StackElement)):
-        return is_lvalue(e.base)
-    return isinstance(e, (ir.LocalRef, ir.StackNext, ir.StackLast))
+        return is_lvalue(e.base, readonly)
+    if isinstance(e, (ir.Member, ir.StackElement, ir.StackNext, ir.StackLast)):
+        return is_lvalue(e.base, readonly)
+    if isinstance(e, ir.LocalRef):
+        return e.local.direction != "in" and id(e.local) not in readonly
+    return False
 
 
 class CallChecker:
@@ -118,6 +123,8 @@ class CallChecker:
             return ir.IsValid(BOOL, base)
         if as_value:
             raise d.error(n.loc, f"{method} is a statement, not a value")
+        if not is_lvalue(base, self.c.readonly):
+            raise d.error(n.loc, f"{method} changes a value that cannot be written here (an 'in' parameter?)")
         if method in ("setValid", "setInvalid") and isinstance(bt, HeaderType):
             if n.args:
                 raise d.error(n.loc, f"{method} takes no arguments")
@@ -201,7 +208,7 @@ class CallChecker:
         names = {a.name for a in n.args if a.name}
         fits = []
         for decl in decls:
-            required = sum(1 for p in decl.params if p.default is None)
+            required = sum(1 for p in decl.params if p.default is None and not _optional(p))
             if required <= count <= len(decl.params) and names <= {p.name for p in decl.params}:
                 fits.append(decl)
         if not fits:
@@ -264,10 +271,12 @@ class CallChecker:
                 pt = bindings.get(var_of.get(id(pt), pt.name), pt)  # type: ignore[assignment]
             e = checked[i]
             if e is None:
+                if p.default is None and _optional(p):
+                    raise d.unsupported_error(n.loc, f"leaving out the @optional argument {p.name!r}")
                 if p.default is None:
                     raise d.error(n.loc, f"missing argument for {p.name!r}")
                 e = self.c.exprs.check(p.default, sig_scope, pt)
-            if p.direction in ("out", "inout") and not is_lvalue(e):
+            if p.direction in ("out", "inout") and not is_lvalue(e, self.c.readonly):
                 raise d.error(_arg_loc(n, i, params), f"argument for {p.direction} parameter {p.name!r} "
                                                       "must be assignable")
             locals_.append(ir.Local(p.name, pt, p.direction))  # type: ignore[arg-type]
@@ -304,7 +313,9 @@ class CallChecker:
     def _args(self, n: ast.CallExpr, params: tuple[ir.Local, ...], scope: Scope,
               _bindings: dict) -> tuple[ir.Expr, ...]:
         d = self.c.diags
-        if len(n.args) != len(params) and not any(a.name for a in n.args):
+        defaults = self.c.param_defaults
+        required = sum(1 for p in params if id(p) not in defaults)
+        if not required <= len(n.args) <= len(params) and not any(a.name for a in n.args):
             raise d.error(n.loc, f"expected {len(params)} arguments, got {len(n.args)}")
         by_name = {p.name: i for i, p in enumerate(params)}
         ordered: list[ast.Expression | None] = [None] * len(params)
@@ -315,13 +326,21 @@ class CallChecker:
             ordered[index] = a.value
         out = []
         for p, node in zip(params, ordered):
+            if node is None and id(p) in defaults:
+                default, decl_scope = defaults[id(p)]
+                out.append(self.c.exprs.check(default, decl_scope, p.type))
+                continue
             if node is None:
                 raise d.error(n.loc, f"missing argument for {p.name!r}")
             e = self.c.exprs.check(node, scope, p.type)
-            if p.direction in ("out", "inout") and not is_lvalue(e):
+            if p.direction in ("out", "inout") and not is_lvalue(e, self.c.readonly):
                 raise d.error(node.loc, f"argument for {p.direction} parameter {p.name!r} must be assignable")
             out.append(e)
         return tuple(out)
+
+
+def _optional(p: ast.Param) -> bool:
+    return any(a.name == "optional" for a in p.annotations)
 
 
 def _arg_loc(n: ast.CallExpr, i: int, params: tuple[ast.Param, ...]):  # type: ignore[no-untyped-def]

@@ -38,9 +38,14 @@ def bits_of(t: Type) -> BitsType | None:
 class ExprChecker:
     def __init__(self, checker: "Checker") -> None:
         self.c = checker
+        # id(syntax node) → its IR, already checked (a compound assignment's target)
+        self.prechecked: dict[int, ir.Expr] = {}
 
     # ---- entry points -------------------------------------------------------------
     def check(self, node: ast.Expression, scope: Scope, expected: Type | None = None) -> ir.Expr:
+        done = self.prechecked.get(id(node))
+        if done is not None:
+            return done if expected is None else self.coerce(done, expected, node.loc)
         method = getattr(self, "_e_" + type(node).__name__, None)
         if method is None:
             raise self.c.diags.unsupported_error(node.loc, f"the expression {type(node).__name__}")
@@ -64,6 +69,8 @@ class ExprChecker:
                     raise self.c.diags.error(loc, f"cannot convert an integer to enum {target.name} implicitly; cast it")
                 return ir.Const(target, wrap(int(e.value), target))  # type: ignore[call-overload]
         if isinstance(t, EnumType) and t.underlying is not None and target == t.underlying:
+            if isinstance(e, ir.Const):
+                return ir.Const(target, e.value)  # stays a constant (select keysets, entries)
             return ir.Cast(target, e)
         if isinstance(target, (StructType, HeaderType)) and isinstance(e, ir.ListExpr):
             return self.list_to_struct(e.elements, target, loc)
@@ -194,8 +201,9 @@ class ExprChecker:
                 if not 0 <= v < base.type.size:
                     raise self.c.diags.error(n.index.loc, f"index {v} out of bounds for a stack of {base.type.size}")
                 index = ir.Const(U32, v)
-            elif bits_of(index.type) is None or bits_of(index.type).signed:  # type: ignore[union-attr]
-                raise self.c.diags.error(n.index.loc, "a stack index must be an unsigned integer")
+            elif bits_of(index.type) is None:
+                # p4c takes bit<W> and int<W> indices; a negative one is out of bounds.
+                raise self.c.diags.error(n.index.loc, "a stack index must be an integer")
             return ir.StackElement(base.type.element, base, index)
         if isinstance(base.type, TupleType):
             index = self.const(n.index, scope)
@@ -273,8 +281,8 @@ class ExprChecker:
         if op in COMPARE:
             if op not in ("==", "!=") and not isinstance(t, (BitsType, InfIntType)):
                 raise d.error(n.loc, f"'{op}' needs integer operands, not {_show(t)}")
-            if isinstance(t, VarbitType):
-                raise d.unsupported_error(n.loc, "comparing varbit values")
+            if isinstance(t, VarbitType) and not (isinstance(left, ir.Member) and isinstance(right, ir.Member)):
+                raise d.unsupported_error(n.loc, "comparing varbit values other than header fields")
             return self._fold(op, left, right, BOOL)
         if not isinstance(t, (BitsType, InfIntType)):
             raise d.error(n.loc, f"'{op}' needs integer operands, not {_show(t)}")
@@ -282,8 +290,15 @@ class ExprChecker:
             raise d.error(n.loc, f"'{op}' is not defined for signed int<W> values")
         if op in ("/", "%") and isinstance(right, ir.Const) and int(right.value) == 0:  # type: ignore[call-overload]
             raise d.error(n.loc, "division by zero")
-        if op in ("/", "%") and not isinstance(right, ir.Const):
-            raise d.unsupported_error(n.loc, f"'{op}' by a value not known at compile time (BMv2 too)")
+        if op in ("/", "%") and not (isinstance(left, ir.Const) and isinstance(right, ir.Const)):
+            # p4c for simple_switch keeps only what strength reduction removes:
+            # a power-of-two divisor (a shift or mask) or a zero dividend.
+            pow2 = isinstance(right, ir.Const) and int(right.value) > 0 \
+                and int(right.value) & (int(right.value) - 1) == 0  # type: ignore[call-overload]
+            zero = isinstance(left, ir.Const) and int(left.value) == 0  # type: ignore[call-overload]
+            if not (pow2 or zero):
+                raise d.error(n.loc, f"'{op}': could not evaluate expression at compilation time "
+                                     "(BMv2 has no run-time division; divide by a power of two)")
         if op in ("|+|", "|-|") and isinstance(t, InfIntType):
             raise d.error(n.loc, f"'{op}' needs operands of known width")
         return self._fold(op, left, right, t)

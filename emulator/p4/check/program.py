@@ -33,6 +33,10 @@ class Checker:
         self.direct_instances: dict[tuple[str, str], ir.Control | ir.Parser] = {}
         self.sub_blocks_stack: list[list[ir.Control | ir.Parser]] = []
         self.late_sub_blocks: dict[str, list[ir.Control | ir.Parser]] = {}
+        # id(ir.Local) of a parameter with a default value → (its expression, declaring scope)
+        self.param_defaults: dict[int, tuple[ast.Expression, Scope]] = {}
+        # ids of directionless action/function parameters: read-only, like 'in'
+        self.readonly: set[int] = set()
         self.types = TypeResolver(self)
         self.exprs = ExprChecker(self)
         self.calls = CallChecker(self)

@@ -31,8 +31,11 @@ class StmtChecker:
     def __init__(self, checker: "Checker") -> None:
         self.c = checker
 
-    def block(self, nodes: tuple[ast.Node, ...], scope: Scope, where: Where) -> ir.Block:
-        inner = scope.child()
+    def block(self, nodes: tuple[ast.Node, ...], scope: Scope, where: Where,
+              new_scope: bool = True) -> ir.Block:
+        """``new_scope`` False declares into ``scope`` itself (a parser state's
+        variables are also visible in its transition)."""
+        inner = scope.child() if new_scope else scope
         out: list[ir.Stmt] = []
         for node in nodes:
             try:
@@ -48,16 +51,22 @@ class StmtChecker:
         ex = self.c.exprs
         if isinstance(n, ast.AssignmentStmt):
             target = ex.check(n.target, scope)
-            if not is_lvalue(target):
-                raise d.error(n.target.loc, "the left side of an assignment must be assignable")
+            if not is_lvalue(target, self.c.readonly):
+                raise d.error(n.target.loc, "the left side of an assignment must be assignable "
+                                            "(not a constant or an 'in' parameter)")
             if n.op != "=":
                 op = COMPOUND.get(n.op)
                 if op is None:
                     raise d.error(n.loc, f"unknown assignment operator {n.op}")
                 value_node: ast.Expression = ast.BinaryExpr(op, n.target, n.value, loc=n.loc)
+                # ``a[f()] += x`` evaluates the lvalue once: the re-read shares its IR.
+                ex.prechecked[id(n.target)] = target
             else:
                 value_node = n.value
-            value = ex.check(value_node, scope, target.type)
+            try:
+                value = ex.check(value_node, scope, target.type)
+            finally:
+                ex.prechecked.pop(id(n.target), None)
             return ir.Assign(target, value, loc=n.loc)
         if isinstance(n, ast.MethodCallStmt):
             result = self.c.calls.call(n.call, scope, as_value=False)
@@ -154,4 +163,20 @@ class StmtChecker:
         raise self.c.diags.error(label.loc, f"{label.name!r} is not an action of table {table.local_name}")
 
 
-__all__ = ["StmtChecker", "Where", "InfIntType"]
+def always_returns(stmts: tuple[ir.Stmt, ...]) -> bool:
+    """Whether every path through ``stmts`` ends in ``return`` or ``exit``."""
+    for st in stmts:
+        if isinstance(st, (ir.Return, ir.Exit)):
+            return True
+        if isinstance(st, ir.Block) and always_returns(st.stmts):
+            return True
+        if isinstance(st, ir.If) and st.otherwise is not None \
+                and always_returns(st.then.stmts) and always_returns(st.otherwise.stmts):
+            return True
+        if isinstance(st, ir.Switch) and any(c.default for c in st.cases) and all(
+                c.body is None or always_returns(c.body.stmts) for c in st.cases):
+            return True
+    return False
+
+
+__all__ = ["StmtChecker", "Where", "InfIntType", "always_returns"]

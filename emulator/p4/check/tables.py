@@ -98,10 +98,9 @@ class TableChecker:
         if not isinstance(ap, ast.ActionsProperty):
             raise d.error(n.loc, f"table {n.name} has no actions property")
         for ref in ap.actions:
-            if ref.args:
-                raise d.unsupported_error(ref.loc, "an action with bound arguments in a table's action list")
             action = self._action(ref, scope)
-            refs.append(ir.ActionRef(action, annotations_of(ref.annotations)))
+            refs.append(ir.ActionRef(action, annotations_of(ref.annotations),
+                                     self._bound_directional(ref, action, scope)))
         default = props.get("default_action")
         if isinstance(default, ast.DefaultActionProperty) and default.action is not None:
             bound = self._bound(default.action, scope, refs, n.name)
@@ -125,7 +124,8 @@ class TableChecker:
                 action = self._bound(entry.action, scope, refs, n.name)
                 priority = None
                 if entry.priority is not None:
-                    priority = self.c.const_int(entry.priority, scope, "a priority")
+                    # p4c's EntryPriorities pass: priorities are only for non-const entries.
+                    raise d.error(entry.loc, f"table {n.name}: const entries cannot have priorities")
                 entries.append(ir.TableEntry(tuple(keysets), action, priority,
                                              annotations_of(entry.annotations), loc=entry.loc))
         size = 1024
@@ -204,13 +204,38 @@ class TableChecker:
         if not any(r.action is action for r in refs):
             raise d.error(ref.loc, f"{ref.name} is not in the actions of table {table}")
         params = [p for p in action.params if not p.direction]
-        if any(p.direction for p in action.params):
-            raise d.unsupported_error(ref.loc, "an action with directional parameters in a table")
         args = ref.args or ()
+        if len(args) == len(action.params) > len(params):
+            # ``default_action = a(dir_args, data)``: the directional arguments
+            # repeat those of the actions list; only the data is kept.
+            args = args[len(action.params) - len(params):]
         if len(args) != len(params):
             raise d.error(ref.loc, f"{ref.name} takes {len(params)} arguments, got {len(args)}")
         values = tuple(self.c.exprs.const(a.value, scope, p.type) for a, p in zip(args, params))
         return ir.BoundAction(action, values)
+
+    def _bound_directional(self, ref: ast.ActionRef, action: ir.Action, scope: Scope) -> tuple[ir.Expr, ...]:
+        """The arguments an actions-list entry binds to the directional
+        parameters (P4-16 §14.2.1.2); the control plane gives the rest."""
+        from emulator.p4.check.calls import is_lvalue
+        d = self.c.diags
+        directional = [p for p in action.params if p.direction]
+        args = ref.args or ()
+        if len(args) != len(directional):
+            if not directional:
+                raise d.error(ref.loc, f"{ref.name}: only directional parameters are bound in an "
+                                       "actions list; the control plane supplies the others")
+            raise d.error(ref.loc, f"{ref.name} has {len(directional)} directional parameters; the "
+                                   f"actions list must give them ({len(args)} given)")
+        out = []
+        for p, a in zip(directional, args):
+            if a.name is not None and a.name != p.name:
+                raise d.error(a.loc, f"{ref.name} has no directional parameter {a.name!r} here")
+            e = self.c.exprs.check(a.value, scope, p.type)
+            if p.direction in ("out", "inout") and not is_lvalue(e, self.c.readonly):
+                raise d.error(a.loc, f"argument for {p.direction} parameter {p.name!r} must be assignable")
+            out.append(e)
+        return tuple(out)
 
     def _attached(self, prop: ast.ExpressionProperty, scope: Scope,
                   instances: list[ir.Instance]) -> ir.Instance:
@@ -245,6 +270,8 @@ class TableChecker:
                     return [ir.KeysetValueSet(sym.value)]  # type: ignore[arg-type]
             if isinstance(only, ast.ListExpr):
                 nodes = only.elements
+        if len(nodes) == 1 and isinstance(nodes[0], ast.ListExpr) and len(nodes[0].elements) == len(types):
+            nodes = nodes[0].elements  # ``{a}`` or ``{a, b}`` written as a tuple keyset
         if len(nodes) != len(types):
             raise d.error(loc, f"{len(nodes)} keyset values for {len(types)} keys")
         return [self._keyset(node, t, scope) for node, t in zip(nodes, types)]
@@ -253,7 +280,9 @@ class TableChecker:
         if isinstance(node, (ast.DefaultExpr, ast.DontCareExpr)):
             return ir.KeysetDefault()
         if isinstance(node, ast.MaskExpr):
-            return ir.KeysetMask(self._value(node.value, t, scope), self._value(node.mask, t, scope))
+            # A mask of a serializable-enum key is a plain integer of its width.
+            mt = t.underlying if isinstance(t, EnumType) and t.underlying is not None else t
+            return ir.KeysetMask(self._value(node.value, t, scope), self._value(node.mask, mt, scope))
         if isinstance(node, ast.RangeExpr):
             return ir.KeysetRange(self._value(node.lo, t, scope), self._value(node.hi, t, scope))
         if isinstance(node, ast.PathExpr):

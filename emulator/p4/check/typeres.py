@@ -38,8 +38,8 @@ def annotations_of(nodes: tuple[ast.Annotation, ...]) -> tuple[Annotation, ...]:
             args = (a.string_value,)
         elif a.integer_values is not None:
             args = tuple(a.integer_values)
-        raw = " ".join(t.text if t.kind != "string" else f'"{t.text}"' for t in a.body)
-        out.append(Annotation(a.name, args, raw))
+        tokens = tuple(t.text if t.kind != "string" else f'"{t.text}"' for t in a.body)
+        out.append(Annotation(a.name, args, " ".join(tokens), tokens, a.structured))
     return tuple(out)
 
 
@@ -108,6 +108,9 @@ class TypeResolver:
         if isinstance(decl, ast.HeaderTypeDecl):
             fields = self._fields(decl, scope)
             for f in fields:
+                if isinstance(f.type, StructType):
+                    # P4-16 allows structs of bit fields in headers (p4c flattens them).
+                    raise c.diags.unsupported_error(decl.loc, f"header {decl.name}: a struct-typed field")
                 if not isinstance(f.type, (BitsType, VarbitType)) and not (
                         isinstance(f.type, EnumType) and f.type.underlying is not None) and not (
                         isinstance(f.type, BoolType_)):
@@ -116,8 +119,10 @@ class TypeResolver:
             if sum(isinstance(f.type, VarbitType) for f in fields) > 1:
                 raise c.diags.error(decl.loc, f"header {decl.name}: at most one varbit field")
             t: Type = HeaderType(decl.name, tuple(fields), annotations_of(decl.annotations))
+            # A bool field is one bit (p4c lays it out as bit<1>).
             fixed = sum(f.type.width if isinstance(f.type, BitsType) else
-                        (f.type.underlying.width if isinstance(f.type, EnumType) and f.type.underlying else 0)
+                        (f.type.underlying.width if isinstance(f.type, EnumType) and f.type.underlying else
+                         1 if isinstance(f.type, BoolType_) else 0)
                         for f in fields)
             if fixed % 8 and not any(isinstance(f.type, VarbitType) for f in fields):
                 raise c.diags.error(decl.loc, f"header {decl.name} is {fixed} bits long; "

@@ -62,6 +62,7 @@ class ModuleBuilder:
         self._block_names: dict[int, str] = {}
         self._actions: dict[int, ir.Action] = {}
         self._shared: set[int] = set()
+        self._bound: dict[tuple[int, int], str] = {}  # (id(table), aid) → wrapper name
         for block, names in zip(program.package.blocks, roles):
             self._shared.add(id(block))
             for param, name in zip(block.params, names):
@@ -95,6 +96,8 @@ class ModuleBuilder:
         blocks = {key: namespace[name] for key, name in self._block_names.items()}
         frames_by_block = {key: namespace[name] for key, name in self._frame_names.items()}
         actions = {aid: namespace[gen.action_fn(a)] for aid, a in self._actions.items()}
+        for (table_key, aid), name in self._bound.items():
+            self.tables[table_key].overrides[aid] = namespace[name]
         params = {key: slots for key, slots in self._param_slots.items()}
         return CompiledBlocks(source, namespace, blocks, frames_by_block, actions, params,
                               gen.layouts.names())
@@ -113,6 +116,7 @@ class ModuleBuilder:
             "ERR_HEADER_TOO_SHORT": self.errors.get("HeaderTooShort", 4),
             "ERR_NO_MATCH": self.errors.get("NoMatch", 2),
             "ERR_STACK_OUT_OF_BOUNDS": self.errors.get("StackOutOfBounds", 3),
+            "ERR_PARSER_INVALID_ARGUMENT": self.errors.get("ParserInvalidArgument", 6),
         }
         ns.update(_STACK_HELPERS)
         ns.update(self.gen.env)
@@ -174,9 +178,18 @@ class ModuleBuilder:
             for p in action.params:
                 if p.direction == "out":
                     gen.emit(f"{gen.local_name(p)} = {gen.layouts.new_value(p.type)}")
-            gen.block(action.body)
-            if outs:
-                gen.emit(f"return ({''.join(gen.local_name(p) + ', ' for p in outs)})")
+            if not outs:
+                gen.block(action.body)
+                return
+            values = f"({''.join(gen.local_name(p) + ', ' for p in outs)})"
+            # ``exit`` still copies out/inout parameters back: hand them to the caller.
+            gen.emit("try:")
+            with gen.indent():
+                gen.block(action.body)
+            gen.emit("except ExitBlock:")
+            with gen.indent():
+                gen.emit(f"raise ExitBlock({values})")
+            gen.emit(f"return {values}")
         gen.run_fn(header, body)
 
     def _function(self, fn: ir.Function) -> None:
@@ -187,8 +200,15 @@ class ModuleBuilder:
         outs = tuple(p for p in fn.params if p.direction in ("out", "inout"))
         gen.scope = FuncScope(set(), return_outs=outs, is_function=True)
         params = [gen.local_name(p) for p in fn.params]
-        gen.run_fn(f"def {gen.name_of(fn, 'fn', fn.name)}({', '.join(params)}):",
-                   lambda: gen.block(fn.body))
+
+        def body() -> None:
+            for p in fn.params:
+                if p.direction == "out":
+                    gen.emit(f"{gen.local_name(p)} = {gen.layouts.new_value(p.type)}")
+            gen.block(fn.body)
+            if outs:  # a void function may end without ``return``: still copy out
+                gen.emit(f"return (None, {''.join(gen.local_name(p) + ', ' for p in outs)})")
+        gen.run_fn(f"def {gen.name_of(fn, 'fn', fn.name)}({', '.join(params)}):", body)
 
     def _table(self, table: ir.Table, frame_ids: set[int]) -> None:
         gen = self.gen
@@ -197,8 +217,11 @@ class ModuleBuilder:
         self._action(table.default_action.action, frame_ids)
         for entry in table.entries:
             self._action(entry.action.action, frame_ids)
-        gen.scope = FuncScope(frame_ids)
         state = self.tables[id(table)]
+        for ref in table.actions:
+            if ref.args:
+                self._bound_action(table, ref, frame_ids)
+        gen.scope = FuncScope(frame_ids)
         tname = gen.bind(gen.name_of(state, "T", table.local_name), state)
 
         def body() -> None:
@@ -236,6 +259,21 @@ class ModuleBuilder:
             gen.emit("if e.fn is not None: e.fn(F, *e.args)")
             gen.emit("return e")
         gen.run_fn(f"def {gen.table_fn(table)}(F):", body)
+
+    def _bound_action(self, table: ir.Table, ref: ir.ActionRef, frame_ids: set[int]) -> None:
+        """``tbl_act(F, *data)``: the action with the arguments its table's
+        actions list binds to its directional parameters (copy-in/copy-out
+        around each run); the table runs it instead of the bare action."""
+        gen = self.gen
+        action = ref.action
+        data = [ir.Local(p.name, p.type) for p in action.params if not p.direction]
+        gen.scope = FuncScope(frame_ids)
+        names = [gen.local_name(x) for x in data]
+        fn = gen.name_of(ref, "bound", f"{table.local_name}_{action.local_name}")
+        args = tuple(ref.args) + tuple(ir.LocalRef(x.type, x) for x in data)
+        gen.run_fn(f"def {fn}({', '.join(['F'] + names)}):",
+                   lambda: gen.call_with_outs(gen.action_fn(action), "F", args, action.params))
+        self._bound[(id(table), gen.externs.action_ids[id(action)])] = fn
 
     def _parser(self, p: ir.Parser, frame_ids: set[int]) -> None:
         gen = self.gen
@@ -353,7 +391,9 @@ def _stack_last(stack):  # type: ignore[no-untyped-def]
 def _stack_at(stack, index):  # type: ignore[no-untyped-def]
     if 0 <= index < len(stack.hs):
         return stack.hs[index]
-    raise ParserError(_STACK_ERR)
+    # Out of bounds: reads see an invalid element, writes go nowhere (p4c
+    # turns a run-time index into a chain of ifs over the valid indices).
+    return stack.hs[0].__class__()
 
 
 _STACK_HELPERS = {"stack_next": _stack_next, "stack_last": _stack_last, "stack_at": _stack_at}

@@ -24,7 +24,7 @@ from emulator.p4.exec.externs import ExitBlock, ParserError
 from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident
 from emulator.p4.types import (
     BitsType, BoolType, EnumType, ErrorType, HeaderType, HeaderUnionType,
-    StackType, StructType, TupleType, Type,
+    StackType, StructType, TupleType, Type, VarbitType,
 )
 
 
@@ -89,6 +89,9 @@ class Codegen:
         # Blocks and functions referenced by generated code, generated later.
         self.pending_blocks: list[ir.Control | ir.Parser] = []
         self.pending_functions: list[ir.Function] = []
+        # id(expr) → a temporary already holding its value (lvalue indices
+        # evaluated once, before the right side of an assignment).
+        self.pinned: dict[int, str] = {}
 
     # ---- names -----------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -134,10 +137,39 @@ class Codegen:
 
     # ---- expressions -------------------------------------------------------
     def expr(self, e: ir.Expr) -> str:
+        pinned = self.pinned.get(id(e))
+        if pinned is not None:
+            return pinned
         method: Callable[[ir.Expr], str] | None = getattr(self, "_x_" + type(e).__name__, None)
         if method is None:
             raise unsupported(f"expression {type(e).__name__}")
         return method(e)
+
+    def captured(self, e: ir.Expr) -> tuple[str, list[str]]:
+        """``e``'s code and the lines it needs first, without emitting them."""
+        saved, self.pre = self.pre, []
+        try:
+            code = self.expr(e)
+            return code, self.pre
+        finally:
+            self.pre = saved
+
+    def in_order(self, exprs: list[ir.Expr]) -> list[str]:
+        """Codes of ``exprs`` evaluated left to right (P4-16 §8.1): when a
+        later one needs lines first (a call with side effects), earlier values
+        are saved in temporaries before those lines run."""
+        codes: list[str] = []
+        for e in exprs:
+            code, lines = self.captured(e)
+            if lines:
+                for i, prev in enumerate(codes):
+                    if not _is_literal(prev):
+                        tmp = self.fresh("seq")
+                        self.pre.append(f"{tmp} = {prev}")
+                        codes[i] = tmp
+                self.pre.extend(lines)
+            codes.append(code)
+        return codes
 
     def _x_Const(self, e: ir.Const) -> str:
         if isinstance(e.value, bool):
@@ -151,6 +183,12 @@ class Codegen:
         raise unsupported(f"constant {e.value!r}")
 
     def _x_LocalRef(self, e: ir.LocalRef) -> str:
+        if e.local.name == "_" and id(e.local) not in self.scope.names \
+                and id(e.local) not in self.scope.frame_locals:
+            # A don't-care argument: a throwaway variable holding a default value.
+            name = self.local_name(e.local)
+            self.pre.append(f"{name} = {self.layouts.new_value(e.type)}")
+            return name
         return self.local_name(e.local)
 
     def _x_Member(self, e: ir.Member) -> str:
@@ -208,14 +246,28 @@ class Codegen:
     def _x_Binary(self, e: ir.Binary) -> str:
         op = e.op
         lt, rt = e.left.type, e.right.type
-        left, right = self.expr(e.left), self.expr(e.right)
-        if op == "&&":
-            return f"({left} and {right})"
-        if op == "||":
-            return f"({left} or {right})"
+        if op in ("&&", "||"):
+            left = self.expr(e.left)
+            right, lines = self.captured(e.right)
+            if not lines:
+                return f"({left} {'and' if op == '&&' else 'or'} {right})"
+            # The right side has side effects: run them only when it is evaluated.
+            tmp = self.fresh("sc")
+            self.pre.append(f"{tmp} = {left}")
+            self.pre.append(f"if {'' if op == '&&' else 'not '}{tmp}:")
+            self.pre.extend("    " + line for line in lines)
+            self.pre.append(f"    {tmp} = {right}")
+            return tmp
+        left, right = self.in_order([e.left, e.right])
         if op in ("==", "!="):
             if is_aggregate(lt):
                 code = f"{left}._eq({right})"
+                return code if op == "==" else f"(not {code})"
+            if isinstance(lt, VarbitType):
+                # Equal varbits have the same current width and value.
+                assert isinstance(e.left, ir.Member) and isinstance(e.right, ir.Member)
+                code = (f"({left} == {right} and {self.expr(e.left.base)}._vw == "
+                        f"{self.expr(e.right.base)}._vw)")
                 return code if op == "==" else f"(not {code})"
             return f"({left} {op} {right})"
         if op in ("<", "<=", ">", ">="):
@@ -271,7 +323,20 @@ class Codegen:
         return x
 
     def _x_Mux(self, e: ir.Mux) -> str:
-        return f"({self.expr(e.then)} if {self.expr(e.cond)} else {self.expr(e.otherwise)})"
+        cond = self.expr(e.cond)
+        then, then_lines = self.captured(e.then)
+        other, other_lines = self.captured(e.otherwise)
+        if not then_lines and not other_lines:
+            return f"({then} if {cond} else {other})"
+        # Only the chosen branch may run its side effects.
+        tmp = self.fresh("mux")
+        self.pre.append(f"if {cond}:")
+        self.pre.extend("    " + line for line in then_lines)
+        self.pre.append(f"    {tmp} = {then}")
+        self.pre.append("else:")
+        self.pre.extend("    " + line for line in other_lines)
+        self.pre.append(f"    {tmp} = {other}")
+        return tmp
 
     def _x_ListExpr(self, e: ir.ListExpr) -> str:
         return "(" + "".join(self.expr(x) + ", " for x in e.elements) + ")"
@@ -304,7 +369,7 @@ class Codegen:
         fn = self.name_of(e.function, "fn", e.function.name)
         self.pending_functions.append(e.function)
         outs = [(a, p) for a, p in zip(e.args, e.function.params) if p.direction in ("out", "inout")]
-        args = ", ".join(self.arg(a, p) for a, p in zip(e.args, e.function.params))
+        args = ", ".join(self.args_in_order(e.args, e.function.params))
         if not outs:
             return f"{fn}({args})"
         tmp = self.fresh("ret")
@@ -314,6 +379,43 @@ class Codegen:
         return f"{tmp}[0]"
 
     # ---- helpers shared with statements -------------------------------------
+    def args_in_order(self, args: tuple[ir.Expr, ...], params: tuple[ir.Local, ...]) -> list[str]:
+        """Copy-in of call arguments, left to right."""
+        codes: list[str] = []
+        for a, p in zip(args, params):
+            saved, self.pre = self.pre, []
+            code = self.arg(a, p)
+            lines, self.pre = self.pre, saved
+            if lines:
+                for i, prev in enumerate(codes):
+                    if not _is_literal(prev):
+                        tmp = self.fresh("arg")
+                        self.pre.append(f"{tmp} = {prev}")
+                        codes[i] = tmp
+                self.pre.extend(lines)
+            codes.append(code)
+        return codes
+
+    def pin_indices(self, lhs: ir.Expr) -> list[int]:
+        """Evaluate the run-time stack indices of an lvalue into temporaries
+        now, so the right side (or a compound assignment's re-read) sees the
+        lvalue as it was first evaluated (P4-16 §8.1: left to right)."""
+        e = lhs
+        keys: list[int] = []
+        while isinstance(e, (ir.Member, ir.Slice, ir.StackElement)):
+            if isinstance(e, ir.StackElement) and not isinstance(e.index, ir.Const) \
+                    and id(e.index) not in self.pinned:
+                tmp = self.fresh("idx")
+                self.emit(f"{tmp} = {self.expr(e.index)}")
+                self.pinned[id(e.index)] = tmp
+                keys.append(id(e.index))
+            e = e.base
+        return keys
+
+    def unpin(self, keys: list[int]) -> None:
+        for k in keys:
+            del self.pinned[k]
+
     def arg(self, a: ir.Expr, p: ir.Local) -> str:
         """Copy-in of one argument."""
         if p.direction == "out":
@@ -340,6 +442,10 @@ class Codegen:
             cur = self.expr(base)
             new = f"(({unsigned(cur, base.type)} & {b.mask ^ mask}) | (({value}) << {lhs.lo}))"
             return self.assign_lines(base, fit(new, base.type) if b.signed else new, fresh=True)
+        if is_aggregate(lhs.type) and isinstance(lhs, (ir.StackElement, ir.StackNext, ir.StackLast)) \
+                and not (isinstance(lhs, ir.StackElement) and isinstance(lhs.index, ir.Const)):
+            # A whole element chosen at run time: copy into it in place.
+            return [f"{self.expr(lhs)}._set({value})"]
         target = self.expr(lhs)
         lines = [f"{target} = {value}"]
         if isinstance(lhs, ir.Member) and isinstance(lhs.base.type, HeaderUnionType):
@@ -374,9 +480,11 @@ class Codegen:
             self.stmt(x)
 
     def _s_Assign(self, s: ir.Assign) -> None:
+        pinned = self.pin_indices(s.lhs)
         value = self.expr(s.rhs)
         for line in self.assign_lines(s.lhs, value, fresh=_is_fresh(s.rhs)):
             self.emit(line)
+        self.unpin(pinned)
 
     def _s_VarDecl(self, s: ir.VarDecl) -> None:
         name = self.local_name(s.local)
@@ -411,16 +519,29 @@ class Codegen:
 
     def call_with_outs(self, fn: str, first: str, args: tuple[ir.Expr, ...],
                        params: tuple[ir.Local, ...]) -> None:
-        codes = [first] + [self.arg(a, p) for a, p in zip(args, params)]
         outs = [(a, p) for a, p in zip(args, params) if p.direction in ("out", "inout")]
+        pinned = [k for a, _p in outs for k in self.pin_indices(a)]
+        codes = [first] + self.args_in_order(args, params)
         if not outs:
             self.emit(f"{fn}({', '.join(codes)})")
             return
         tmp = self.fresh("outs")
-        self.emit(f"{tmp} = {fn}({', '.join(codes)})")
-        for i, (a, _p) in enumerate(outs):
-            for line in self.assign_lines(a, f"{tmp}[{i}]", fresh=True):
+        copy_out = [line for i, (a, _p) in enumerate(outs)
+                    for line in self.assign_lines(a, f"{tmp}[{i}]", fresh=True)]
+        # An ``exit`` in the action still copies its out/inout parameters
+        # back (p4c: issue2225); the action raises ExitBlock(outs).
+        self.emit("try:")
+        with self.indent():
+            self.emit(f"{tmp} = {fn}({', '.join(codes)})")
+        self.emit("except ExitBlock as exc:")
+        with self.indent():
+            self.emit(f"{tmp} = exc.args[0]")
+            for line in copy_out:
                 self.emit(line)
+            self.emit("raise ExitBlock()")
+        for line in copy_out:
+            self.emit(line)
+        self.unpin(pinned)
 
     def action_fn(self, action: ir.Action) -> str:
         return self.name_of(action, "act", action.local_name)
@@ -443,11 +564,22 @@ class Codegen:
             else:
                 self.emit(f"{g}.{self.frame_slot(p)} = {self.arg(a, p)}")
         self.pending_blocks.append(block)
-        self.emit(f"{fn}({g})")
-        for a, p in zip(s.args, block.params):
-            if p.direction in ("out", "inout") and not is_extern_typed(p):
-                for line in self.assign_lines(a, f"{g}.{self.frame_slot(p)}", fresh=True):
+        copy_out = [line for a, p in zip(s.args, block.params)
+                    if p.direction in ("out", "inout") and not is_extern_typed(p)
+                    for line in self.assign_lines(a, f"{g}.{self.frame_slot(p)}", fresh=True)]
+        if not copy_out or isinstance(block, ir.Parser):
+            self.emit(f"{fn}({g})")
+        else:
+            self.emit("try:")  # copy-out happens on ``exit`` too (as for actions)
+            with self.indent():
+                self.emit(f"{fn}({g})")
+            self.emit("except ExitBlock:")
+            with self.indent():
+                for line in copy_out:
                     self.emit(line)
+                self.emit("raise")
+        for line in copy_out:
+            self.emit(line)
 
     def _s_If(self, s: ir.If) -> None:
         self.emit(f"if {self.expr(s.cond)}:")
@@ -518,6 +650,10 @@ class _Indent:
 
     def __exit__(self, *exc: object) -> None:
         self.gen._indent = self.gen._indent[:-4]
+
+
+def _is_literal(code: str) -> bool:
+    return code.lstrip("(-").rstrip(")").isdigit() or code in ("True", "False")
 
 
 def _is_fresh(e: ir.Expr) -> bool:

@@ -325,8 +325,8 @@ def lookahead_header(cur: Cursor, cls: type) -> object:
 
 
 def advance(cur: Cursor, nbits: int) -> None:
-    if nbits % 8:
-        raise ExecutionError("advance by a number of bits that is not a multiple of 8")
+    if nbits % 8:  # BMv2's ParserOpAdvance
+        raise _parser_error(ERR_PARSER_INVALID_ARGUMENT)
     end = cur.off + nbits // 8
     if end > cur.end:
         raise _parser_error(1)
@@ -350,6 +350,9 @@ def format_log(msg: str, data: object) -> str:
     for i, rest in enumerate(parts[1:]):
         out += (str(values[i]) if i < len(values) else "{}") + rest
     return out
+
+
+ERR_PARSER_INVALID_ARGUMENT = 6  # core.p4's error.ParserInvalidArgument
 
 
 def _parser_error(code: int) -> Exception:

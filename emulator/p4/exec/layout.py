@@ -114,6 +114,7 @@ class Layouts:
             lines.append(f"        if self.{s}._v: self.{s}._emit(out)")
         lines.append("    def _eq(self, o):")
         lines.append("        return " + " and ".join(f"self.{s}._eq(o.{s})" for s in slots))
+        lines.extend(_SET_METHOD)
         lines.append("    def _only(self, keep):")
         lines.append("        for s in self.__slots__:")
         lines.append("            h = getattr(self, s)")
@@ -150,6 +151,7 @@ class Layouts:
         for (_, ft), s in zip(fields, slots):
             terms.append(f"self.{s}._eq(o.{s})" if is_aggregate(ft) else f"self.{s} == o.{s}")
         lines.append("        return " + (" and ".join(terms) if terms else "True"))
+        lines.extend(_SET_METHOD)
         return "\n".join(lines)
 
 
@@ -170,16 +172,22 @@ def _header_class(name: str, t: HeaderType) -> str:
     lines.append("        return o")
     lines.append("    def _eq(self, o):")
     if fields:
-        body = " and ".join(f"self.{s} == o.{s}" for s, _ in fields)
+        body = " and ".join([f"self.{s} == o.{s}" for s, _ in fields] + (["self._vw == o._vw"] if t.has_varbit else []))
         lines.append(f"        if not self._v: return not o._v")
         lines.append(f"        return o._v and {body}")
     else:
         lines.append("        return self._v == o._v")
     lines.append("    def _inv(self):")
     lines.append("        self._v = False")
+    lines.extend(_SET_METHOD)
     lines.extend(_extract_method(t, fields))
     lines.extend(_emit_method(t, fields))
     return "\n".join(lines)
+
+
+# ``x._set(v)``: make ``x`` (an element reached at run time) hold the fresh value ``v``.
+_SET_METHOD = ["    def _set(self, o):",
+               "        for s in self.__slots__: setattr(self, s, getattr(o, s))"]
 
 
 def _unsigned_to_field(expr: str, ft: Type) -> str:
@@ -207,14 +215,19 @@ def _extract_method(t: HeaderType, fields: list[tuple[str, Type]]) -> list[str]:
     ``vbits`` is the varbit field's width for the two-argument extract."""
     fixed_bits = t.width
     lines = ["    def _ext(self, cur, vbits=0):"]
+    lines.append("        o = cur.off")
     if t.has_varbit:
-        lines.append("        if vbits % 8: raise ParserError(ERR_HEADER_TOO_SHORT)")
+        # BMv2's extract_VL: the checks in this order.
+        max_bits = fixed_bits + sum(f.max_width for _, f in fields if isinstance(f, VarbitType))
+        lines.append("        if vbits % 8: raise ParserError(ERR_PARSER_INVALID_ARGUMENT)")
         lines.append(f"        nbytes = {fixed_bits // 8} + vbits // 8")
+        lines.append("        e = o + nbytes")
+        lines.append("        if e > cur.end: raise ParserError(ERR_PACKET_TOO_SHORT)")
+        lines.append(f"        if nbytes > {(max_bits + 7) // 8}: raise ParserError(ERR_HEADER_TOO_SHORT)")
     else:
         lines.append(f"        nbytes = {fixed_bits // 8}")
-    lines.append("        o = cur.off")
-    lines.append("        e = o + nbytes")
-    lines.append("        if e > cur.end: raise ParserError(ERR_PACKET_TOO_SHORT)")
+        lines.append("        e = o + nbytes")
+        lines.append("        if e > cur.end: raise ParserError(ERR_PACKET_TOO_SHORT)")
     lines.append("        v = int.from_bytes(cur.buf[o:e], 'big')")
     total = "(nbytes * 8)" if t.has_varbit else str(fixed_bits)
     # Walk fields from the most significant end; offsets counted from the
@@ -280,6 +293,8 @@ def _stack_class(name: str, elem: str, size: int) -> str:
             if h._v: h._emit(out)
     def _eq(self, o):
         return all(a._eq(b) for a, b in zip(self.hs, o.hs))
+    def _set(self, o):
+        self.hs, self.nxt = o.hs, o.nxt
     def push_front(self, n):
         hs = self.hs
         for i in range({size} - 1, -1, -1):

@@ -60,10 +60,13 @@ def build_tables(program: ir.Program, action_ids: dict[int, int], instances: dic
             meter_kind = meter.kind if isinstance(meter, Meter) else "packets"
         table = Table(t.name, keys, specs, t.size, default, t.default_action_const,
                       profile, t.direct_counter is not None, meter_kind, t.entries_const)
-        count = len(t.entries)
+        # p4c gives BMv2 const entry i the priority ``@priority(n)`` or i + 1, and
+        # BMv2 picks the smallest; stored here as "largest wins" (P4Runtime's way).
+        bmv2 = [_priority_annotation(e) or i + 1 for i, e in enumerate(t.entries)]
+        top = max(bmv2, default=0) + 1
         for i, entry in enumerate(t.entries):
             match = [_keyset_match(k, ks) for k, ks in zip(table.keys, entry.keysets)]
-            priority = entry.priority if entry.priority is not None else count - i
+            priority = entry.priority if entry.priority is not None else top - bmv2[i]
             if not table.needs_priority:
                 priority = 0
             key = table.canonical_key(match)
@@ -73,6 +76,13 @@ def build_tables(program: ir.Program, action_ids: dict[int, int], instances: dic
             table.insert(e)
         out[id(t)] = table
     return out
+
+
+def _priority_annotation(entry: ir.TableEntry) -> int | None:
+    ann = find_annotation(entry.annotations, "priority")
+    if ann is not None and ann.args and isinstance(ann.args[0], int):
+        return ann.args[0]
+    return None
 
 
 def _const_args(bound: ir.BoundAction) -> tuple[int, ...]:

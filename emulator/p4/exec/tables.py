@@ -140,6 +140,9 @@ class Table:
         self.direct_counter = direct_counter
         self.direct_meter_kind = direct_meter_kind
         self.fns: dict[int, ActionFn] = {}
+        # aid → this table's own function for an action whose directional
+        # parameters its actions list binds (``actions = { a(hdr.x); }``).
+        self.overrides: dict[int, ActionFn] = {}
         kinds = [k.match_kind for k in self.keys]
         self._exact = all(k == "exact" for k in kinds)
         self._lpm_index = kinds.index("lpm") if kinds.count("lpm") == 1 and all(
@@ -153,7 +156,7 @@ class Table:
     # ---- control-plane side ---------------------------------------------------
     def bind(self, fns: dict[int, ActionFn]) -> None:
         """Give the table the compiled action functions (aid → function)."""
-        self.fns = fns
+        self.fns = {**fns, **self.overrides}
         for e in self.all_entries():
             self._bind_entry(e)
         self._bind_entry(self.default)

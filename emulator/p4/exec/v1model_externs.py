@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from emulator.p4 import ir
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
-from emulator.p4.exec.layout import is_aggregate, scalar_width
+from emulator.p4.exec.layout import is_aggregate, py_ident, scalar_width
 from emulator.p4.types import (
-    BitsType, BoolType, EnumType, HeaderType, HeaderUnionType, StackType, StructType,
+    BitsType, BoolType, EnumType, HeaderType, HeaderUnionType, StackType, StructType, VarbitType,
 )
 
 
@@ -49,10 +49,10 @@ class V1ModelLowering:
 
     def _pack(self, gen: Codegen, data: ir.Expr) -> str:
         """Python expression for the BMv2 byte buffer of a field list."""
-        parts: list[tuple[str, int, str | None]] = []
+        parts: list[tuple[str, int | str, str | None]] = []
         _flatten(gen, data, None, parts)
         conds = {valid for _, _, valid in parts}
-        if len(conds) == 1:
+        if len(conds) == 1 and all(isinstance(w, int) for _, w, _ in parts):
             # One validity condition for all: pack into one int inline.
             (cond,) = conds
             total = sum(w for _, w, _ in parts)
@@ -89,6 +89,17 @@ class V1ModelLowering:
             gen.pre.append(f"{tmp} = {stack}")
             gen.pre.append(f"stack_next({tmp})._ext({cur}{vbits})")
             return f"{tmp}.nxt += 1"
+        if isinstance(dest, ir.Member) and isinstance(dest.base, ir.StackNext):
+            # ``u.next.member`` of a header-union stack: fill one member, then push.
+            tmp = gen.fresh("stk")
+            gen.pre.append(f"{tmp} = {gen.expr(dest.base.base)}")
+            gen.pre.append(f"{tmp}_u = stack_next({tmp})")
+            gen.pre.append(f"{tmp}_u.{py_ident(dest.name)}._ext({cur}{vbits})")
+            gen.pre.append(f"{tmp}_u._only({tmp}_u.{py_ident(dest.name)})")
+            return f"{tmp}.nxt += 1"
+        if isinstance(dest, ir.LocalRef) and dest.local.name == "_":
+            # ``extract<H>(_)``: parse and throw away.
+            return f"{gen.layouts.new_value(dest.type)}._ext({cur}{vbits})"
         code = gen.expr(dest)
         if isinstance(dest, ir.Member) and isinstance(dest.base.type, HeaderUnionType):
             gen.pre.append(f"{code}._ext({cur}{vbits})")
@@ -234,7 +245,7 @@ class V1ModelLowering:
 
 
 def _flatten(gen: Codegen, e: ir.Expr, valid: str | None,
-             out: list[tuple[str, int, str | None]]) -> None:
+             out: list[tuple[str, int | str, str | None]]) -> None:
     """Append (code, width, validity) for every scalar in a field list."""
     t = e.type
     if isinstance(e, (ir.ListExpr,)):
@@ -259,6 +270,10 @@ def _flatten(gen: Codegen, e: ir.Expr, valid: str | None,
         valid = f"{gen.expr(e.base)}._v"
     if isinstance(t, BoolType):
         out.append((f"int({gen.expr(e)})", 1, valid))
+        return
+    if isinstance(t, VarbitType) and isinstance(e, ir.Member):
+        # A varbit counts its current width, as BMv2 packs it.
+        out.append((gen.expr(e), f"{gen.expr(e.base)}._vw", valid))
         return
     b = bits_of(t)
     if b is None:

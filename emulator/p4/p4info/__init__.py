@@ -9,6 +9,7 @@ in :mod:`.ids`.
 """
 
 from .build import DEFAULT_TABLE_SIZE, build_p4info, collect_symbols
+from .from_ir import convert_annotations, p4info_for, p4info_model, render_annotation
 from .ids import (
     P4Ids,
     P4InfoError,
