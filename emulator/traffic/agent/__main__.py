@@ -1,0 +1,7 @@
+"""``python -m emulator.traffic.agent``: see :mod:`.cli`."""
+
+import sys
+
+from emulator.traffic.agent.cli import main
+
+sys.exit(main())

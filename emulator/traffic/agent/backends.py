@@ -1,0 +1,170 @@
+"""Frame I/O of a NIC: a raw socket on an interface, or an in-memory fake.
+
+A back end moves frames and nothing else. Each has ``name``, ``fileno()``
+(readable when ``recv`` may return a frame; None for a fake driven by a
+virtual clock), ``recv() -> bytes | None`` (non-blocking), ``send(frame) ->
+bool`` (False: the frame was not sent; the caller counts it lost) and
+``close()``.
+
+- :class:`RawNic`: an ``AF_PACKET`` socket bound to the interface, all
+  EtherTypes (IPv4 for RoCE, 0x8808 for PFC), our own outgoing frames
+  ignored (``PACKET_IGNORE_OUTGOING``), large buffers, non-blocking. Needs
+  root or CAP_NET_RAW in the server's namespace. Optionally binds UDP port
+  4791 on the NIC's address so the kernel's stack, which sees every RoCE
+  packet too, drops them into a small buffer instead of answering with ICMP
+  port unreachable.
+- :class:`FakeNic`: in memory, for tests: ``inject(frame)`` makes it receive,
+  ``sent`` lists ``(clock(), frame)``; ``on_send`` (if set) is called with
+  each frame, which is how :mod:`.sim` wires two fakes together.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from collections import deque
+from typing import Callable
+
+from emulator.traffic.layers.icrc import ROCE_UDP_PORT
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+SO_RCVBUFFORCE = 33
+SO_SNDBUFFORCE = 32
+MAX_FRAME = 65_535
+
+
+class RawNic:
+    """``AF_PACKET`` I/O on interface ``iface`` of the current namespace."""
+
+    def __init__(self, iface: str, *, ip: str | None = None, swallow_udp: bool = True,
+                 rcvbuf_bytes: int = 8 << 20, sndbuf_bytes: int = 4 << 20,
+                 max_frame_bytes: int = MAX_FRAME) -> None:
+        self.name = iface
+        # recv() allocates this much per call: the NIC's MTU plus headers
+        # suffices (a longer frame is cut and then fails to parse)
+        self.max_frame_bytes = max_frame_bytes
+        self.errors = 0
+        self.last_error: OSError | None = None
+        # Protocol 0 receives nothing until bind: no frame of another
+        # interface slips in between socket() and bind().
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            for force, plain, size in ((SO_RCVBUFFORCE, socket.SO_RCVBUF, rcvbuf_bytes),
+                                       (SO_SNDBUFFORCE, socket.SO_SNDBUF, sndbuf_bytes)):
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, force, size)
+                except PermissionError:
+                    sock.setsockopt(socket.SOL_SOCKET, plain, size)
+            sock.bind((iface, ETH_P_ALL))
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._recv = sock.recv
+        self._send = sock.send
+        self._udp: socket.socket | None = None
+        if swallow_udp and ip is not None:
+            self._udp = _udp_sink(ip)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def recv(self) -> bytes | None:
+        try:
+            return self._recv(self.max_frame_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:  # ENETDOWN when the interface goes away
+            self.errors += 1
+            self.last_error = exc
+            return None
+
+    def send(self, frame: bytes) -> bool:
+        try:
+            self._send(frame)
+            return True
+        except OSError as exc:  # ENOBUFS (peer backlog full), EMSGSIZE, ENETDOWN
+            self.errors += 1
+            self.last_error = exc
+            return False
+
+    def close(self) -> None:
+        self._sock.close()
+        if self._udp is not None:
+            self._udp.close()
+
+
+def _udp_sink(ip: str) -> socket.socket | None:
+    """A UDP socket on ``ip``:4791 with a tiny buffer, or None when the
+    address is not configured here (then the kernel drops the packets as not
+    its own, silently)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+        sock.bind((ip, ROCE_UDP_PORT))
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EADDRINUSE):
+            return None
+        raise
+    return sock
+
+
+class FakeNic:
+    """An in-memory NIC back end (see the module docstring)."""
+
+    def __init__(self, name: str = "fake", clock: Callable[[], float] | None = None,
+                 *, keep_sent: bool = True, fail_sends: bool = False,
+                 with_fd: bool = False) -> None:
+        self.name = name
+        self._clock = clock
+        self._rx: deque[bytes] = deque()
+        self.sent: list[tuple[float, bytes]] = []
+        self.keep_sent = keep_sent
+        self.fail_sends = fail_sends
+        self.on_send: Callable[[bytes], None] | None = None
+        self._fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) if with_fd else None
+        self.closed = False
+
+    def inject(self, frame: bytes) -> None:
+        self._rx.append(bytes(frame))
+        if self._fd is not None:
+            os.eventfd_write(self._fd, 1)
+
+    def pending(self) -> int:
+        return len(self._rx)
+
+    def fileno(self) -> int | None:
+        return self._fd
+
+    def recv(self) -> bytes | None:
+        if self._rx:
+            return self._rx.popleft()
+        if self._fd is not None:
+            try:
+                os.eventfd_read(self._fd)
+            except BlockingIOError:
+                pass
+            if self._rx:
+                return self._rx.popleft()
+        return None
+
+    def send(self, frame: bytes) -> bool:
+        if self.fail_sends:
+            return False
+        if self.keep_sent:
+            self.sent.append((self._clock() if self._clock else 0.0, frame))
+        if self.on_send is not None:
+            self.on_send(frame)
+        return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self._fd is not None:
+                os.close(self._fd)

@@ -1,0 +1,196 @@
+"""One NIC of the agent: transmit scheduling, line-rate pacing, PFC
+honouring, and what happens to a received frame.
+
+**Transmit.** The NIC is a serialising port at ``line_rate_bps`` (a
+:class:`~.pacing.Pacer`). When the line is free it sends, in this order:
+control frames (ACK, NAK, CNP) from per-priority FIFOs, highest priority
+first; then the next data packet of the queue pairs, round-robin among the
+eligible ones. A QP is eligible when it has data its window allows, its
+priority is not paused, and its own pacer (its DCQCN rate) is free. A
+priority paused by PFC holds its control frames and its QPs; the others go
+on. An idle line banks no credit: catching up after a late wake-up (up to
+``max_lag_us``) is allowed only while there was something to send. Frames
+the socket refuses are counted (``tx_errors``) and lost, as on
+a wire; the line time is spent either way.
+
+**Receive.** IPv4 frames are parsed as RoCEv2 (``roce.parse``) and handed
+to the queue pair their BTH names: ACK/NAK to the requester, CNP to DCQCN,
+SEND/WRITE to the responder. 802.1Qbb frames act on the pause state
+(:mod:`.pfc`). Anything else is counted and dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from emulator.traffic.agent.config import NicConfig
+from emulator.traffic.agent.pacing import Pacer
+from emulator.traffic.agent.pfc import PauseState
+from emulator.traffic.agent.qp import REQUEST_OPCODES
+from emulator.traffic.agent.stats import NicCounters
+from emulator.traffic.layers.opcodes import CNP, RC_ACKNOWLEDGE
+from emulator.traffic.layers.pfc import NUM_PRIORITIES, pfc_pause_quanta
+from emulator.traffic.roce import RoceFormatError, parse
+
+if TYPE_CHECKING:
+    from emulator.traffic.agent.qp import QueuePair
+
+_IPV4 = b"\x08\x00"
+_MAC_CONTROL = b"\x88\x08"
+INF = math.inf
+
+
+class Nic:
+    """Scheduling, pacing, pause state and receive dispatch of one NIC."""
+
+    def __init__(self, config: NicConfig, io: Any, now: float, *,
+                 check_icrc: bool = False) -> None:
+        self.config = config
+        self.io = io
+        self.check_icrc = check_icrc
+        self.pacer = Pacer(config.line_rate_bps, overhead_bytes=config.overhead_bytes,
+                           max_lag_s=config.max_lag_us / 1e6, start=now)
+        self.pause = PauseState(config.line_rate_bps, config.pfc_priorities)
+        self.counters = NicCounters()
+        self.qps: list[QueuePair] = []
+        self.qp_by_num: dict[int, QueuePair] = {}
+        self._rr = 0
+        self._ctrl: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
+        self._ctrl_mask = 0
+        self._request_opcodes = frozenset(REQUEST_OPCODES)
+
+    def add_qp(self, qp: QueuePair) -> None:
+        self.qps.append(qp)
+        self.qp_by_num[qp.qpn] = qp
+
+    # -- transmit ------------------------------------------------------------------
+
+    def send_control(self, frame: bytes, priority: int) -> None:
+        """Queue an ACK, NAK or CNP; it leaves before data when the line is free."""
+        self._ctrl[priority].append(frame)
+        self._ctrl_mask |= 1 << priority
+
+    def service(self, now: float) -> int:
+        """Send everything that may leave at ``now``; returns how many frames."""
+        pause = self.pause
+        if pause.mask:
+            pause.expire(now)
+        pacer = self.pacer
+        sent = 0
+        while pacer.free_at <= now:
+            eligible = self._ctrl_mask & ~pause.mask
+            if eligible:
+                priority = eligible.bit_length() - 1
+                queue = self._ctrl[priority]
+                frame = queue.popleft()
+                if not queue:
+                    self._ctrl_mask &= ~(1 << priority)
+            else:
+                qp = self._pick(now)
+                if qp is None:
+                    # Idle (or waiting on a QP's own pacer): the line banks no
+                    # credit for a burst later.
+                    pacer.free_at = now
+                    break
+                frame = qp.next_frame(now)
+            if self.io.send(frame):
+                self.counters.tx_packets += 1
+                self.counters.tx_bytes += len(frame)
+            else:
+                self.counters.tx_errors += 1
+            pacer.consume(len(frame), now)
+            sent += 1
+        return sent
+
+    def _pick(self, now: float) -> QueuePair | None:
+        qps = self.qps
+        n = len(qps)
+        paused = self.pause.mask
+        start = self._rr
+        for i in range(n):
+            j = start + i
+            if j >= n:
+                j -= n
+            qp = qps[j]
+            if qp.has_tx() and not paused >> qp.priority & 1 and (
+                    qp.pacer is None or qp.pacer.free_at <= now):
+                self._rr = j + 1 if j + 1 < n else 0
+                return qp
+        return None
+
+    def next_tx_time(self) -> float:
+        """When :meth:`service` next has something to do (``inf``: nothing)."""
+        paused = self.pause.mask
+        t = self.pause.next_expiry() if paused else INF
+        line = self.pacer.free_at
+        if self._ctrl_mask & ~paused:
+            return min(t, line)
+        for qp in self.qps:
+            if qp.has_tx() and not paused >> qp.priority & 1:
+                ready = line if qp.pacer is None else max(line, qp.pacer.free_at)
+                if ready < t:
+                    t = ready
+        return t
+
+    def backlog(self) -> int:
+        """Control frames waiting."""
+        return sum(len(q) for q in self._ctrl)
+
+    # -- receive -------------------------------------------------------------------
+
+    def on_frame(self, frame: bytes, now: float) -> None:
+        c = self.counters
+        c.rx_packets += 1
+        c.rx_bytes += len(frame)
+        ethertype = frame[12:14]
+        if ethertype == _IPV4:
+            try:
+                view = parse(frame, check_icrc=self.check_icrc)
+            except RoceFormatError:
+                c.other_rx += 1
+                return
+            c.roce_rx += 1
+            if view.dst_ip != self.config.ip:
+                c.not_for_us_rx += 1
+                return
+            if view.icrc_ok is False:
+                c.bad_icrc_rx += 1
+                return
+            qp = self.qp_by_num.get(view.dest_qp)
+            if qp is None:
+                c.unknown_qp_rx += 1
+                return
+            opcode = view.opcode
+            if opcode in self._request_opcodes:
+                qp.on_request(view, now)
+            elif opcode == RC_ACKNOWLEDGE:
+                qp.on_ack(view, now)
+            elif opcode == CNP:
+                qp.on_cnp(now)
+            else:
+                c.malformed_rx += 1  # an RC opcode this agent does not speak (READ, atomics)
+        elif ethertype == _MAC_CONTROL:
+            try:
+                quanta = pfc_pause_quanta(frame)
+            except ValueError:
+                c.other_rx += 1
+                c.mac_control_other_rx += 1
+                return
+            c.pfc_rx += 1
+            self.pause.on_frame(quanta, now)
+        else:
+            c.other_rx += 1
+
+    # -- reporting -----------------------------------------------------------------
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        p = self.pause
+        cfg = self.config
+        return {"name": cfg.name, "ip": cfg.ip, "mac": cfg.mac,
+                "line_rate_bps": cfg.line_rate_bps, "counters": self.counters.to_dict(),
+                "paused_s": p.total_paused_s(now), "pfc_pauses": list(p.pauses),
+                "pfc_resumes": list(p.resumes), "paused_now": [
+                    bool(p.mask >> i & 1) for i in range(NUM_PRIORITIES)],
+                "control_backlog": self.backlog(), "io_errors": getattr(self.io, "errors", 0)}
