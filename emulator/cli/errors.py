@@ -14,6 +14,7 @@ import importlib
 _USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("emulator.topology.errors", "TopologyError"),
     ("emulator.p4.errors", "P4Error"),
+    ("emulator.network.errors", "NetworkError"),
     ("emulator.scenario.errors", "ScenarioError"),
 )
 

@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "topo": "emulator.cli.topo",
     "p4": "emulator.cli.p4",
     "scenario": "emulator.cli.scenario",
+    "clean": "emulator.cli.clean",
 }
 
 

@@ -1,0 +1,83 @@
+"""What the network layer needs of BMv2: its tools, the p4c command, and
+port settings over Thrift.
+
+BMv2 (``simple_switch_grpc``, ``simple_switch_CLI``, ``p4c-bm2-ss``) is
+installed in the Vagrant VM only; :func:`require_tool` says so in one line
+where it is missing.
+
+Port settings: BMv2 has no link delay and no byte-based queues, and its
+queue rate is in packets per second, per port, over Thrift only. After a
+switch is up, each port gets ``set_queue_depth`` (the buffer in full-size
+frames) and ``set_queue_rate`` (the link rate in full-size frames per
+second) through ``simple_switch_CLI``. The queue thus builds inside BMv2,
+where the P4 program sees it (``enq_qdepth``); no HTB is added on the
+interfaces, since a kernel queue would hide it. Link delay is not realised.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Sequence
+
+from emulator.network.errors import NetworkError, SwitchStartError
+from emulator.network.plan import PortPlan
+
+SWITCH_BINARY = "simple_switch_grpc"
+CLI_BINARY = "simple_switch_CLI"
+COMPILER_BINARY = "p4c-bm2-ss"
+FULL_FRAME_BYTES = 1514
+CLI_TIMEOUT_S = 20.0
+
+
+def require_tool(name: str) -> str:
+    """The path of a BMv2/p4c tool, or a one-line error where it is absent."""
+    found = shutil.which(name)
+    if found is None:
+        raise NetworkError(f"{name} is not installed here (BMv2 and p4c come with the Vagrant "
+                           "VM: see the Vagrantfile)")
+    return found
+
+
+def compile_command(p4_path: str, out_json: str, p4info_path: str) -> list[str]:
+    """``p4c-bm2-ss`` for a P4-16 v1model program: BMv2 JSON and P4Info."""
+    return [COMPILER_BINARY, "--p4v", "16", "--p4runtime-files", p4info_path,
+            "-o", out_json, p4_path]
+
+
+def compile_program(p4_path: str, out_json: str, p4info_path: str) -> bytes:
+    """Compile with p4c; returns the BMv2 JSON (the device config)."""
+    args = compile_command(p4_path, out_json, p4info_path)
+    args[0] = require_tool(COMPILER_BINARY)
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise NetworkError(f"p4c-bm2-ss failed on {p4_path}:\n{done.stderr.strip()}")
+    with open(out_json, "rb") as handle:
+        return handle.read()
+
+
+def queue_commands(ports: Sequence[PortPlan], frame_bytes: int = FULL_FRAME_BYTES) -> list[str]:
+    """``simple_switch_CLI`` commands giving each port its buffer (frames) and
+    its rate (frames/s at ``frame_bytes``; 0 = unlimited is left alone)."""
+    commands = []
+    for port in ports:
+        depth = max(1, port.buffer_bytes // frame_bytes)
+        commands.append(f"set_queue_depth {depth} {port.port}")
+        if port.rate_bps > 0:
+            rate_pps = max(1, round(port.rate_bps / (8 * frame_bytes)))
+            commands.append(f"set_queue_rate {rate_pps} {port.port}")
+    return commands
+
+
+def set_queues(switch: str, thrift_port: int, ports: Sequence[PortPlan]) -> None:
+    """Apply :func:`queue_commands` to a running switch."""
+    commands = queue_commands(ports)
+    if not commands:
+        return
+    cli = require_tool(CLI_BINARY)
+    done = subprocess.run([cli, "--thrift-port", str(thrift_port)],
+                          input="\n".join(commands) + "\n", capture_output=True, text=True,
+                          timeout=CLI_TIMEOUT_S, check=False)
+    if done.returncode != 0 or "Error" in done.stdout:
+        raise SwitchStartError(f"switch {switch}: setting queues over Thrift (port {thrift_port}) "
+                               f"failed:\n{(done.stdout + done.stderr).strip()[-2000:]}")
