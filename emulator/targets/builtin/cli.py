@@ -145,12 +145,15 @@ def setup_logging(args: argparse.Namespace, device_id: int) -> logging.Logger:
 def run_switch(argv: Sequence[str], *, pipeline: V1ModelPipeline | None = None,
                loader: PipelineLoader | None = None,
                service_hooks: Sequence[ServiceHook] = DEFAULT_SERVICE_HOOKS,
-               ready: Callable[[Switch, ControlServer], None] | None = None) -> int:
+               ready: Callable[[Switch, ControlServer], None] | None = None,
+               p4runtime: bool = True) -> int:
     """Run a switch process until SIGTERM/SIGINT; returns the exit status.
 
     ``pipeline`` (already built) takes the place of the device config;
     ``loader`` builds one from the device config (default: the P4 front end,
-    see :mod:`.loader`); ``ready(switch, server)`` is called once the switch
+    see :mod:`.loader`), at start and for P4Runtime's
+    SetForwardingPipelineConfig (``p4runtime=False`` leaves the P4Runtime
+    service out); ``ready(switch, server)`` is called once the switch
     forwards and the gRPC server listens. Raises :class:`SwitchError` (and
     subclasses) for bad settings. Must run in the main thread (signals).
     """
@@ -172,7 +175,10 @@ def run_switch(argv: Sequence[str], *, pipeline: V1ModelPipeline | None = None,
         for number, iface in interfaces:
             switch.open_interface(number, iface)
         switch.set_pipeline(pipeline)
-        server = ControlServer(switch, args.grpc_server_addr, service_hooks)
+        hooks = list(service_hooks)
+        if p4runtime:
+            hooks.append(p4runtime_hook(loader, options.priority_queues))
+        server = ControlServer(switch, args.grpc_server_addr, hooks)
         switch.start()
         server.start()
         log.info("switch %d ready: %d port(s), gRPC on %s", options.device_id,
@@ -189,6 +195,20 @@ def run_switch(argv: Sequence[str], *, pipeline: V1ModelPipeline | None = None,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def p4runtime_hook(loader: PipelineLoader | None, priority_queues: int) -> ServiceHook:
+    """The P4Runtime service for a switch: pipelines pushed over P4Runtime
+    are built by the same loader as a device config given at start."""
+    from emulator.targets.p4runtime.server import add_p4runtime_service
+
+    def load(p4info: object, config: bytes) -> V1ModelPipeline:
+        return load_device_config(config, loader, priority_queues=priority_queues)
+
+    def hook(server: Any, switch: Switch) -> object:
+        return add_p4runtime_service(server, switch, switch.options.device_id, load,
+                                     cpu_port=switch.options.cpu_port)
+    return hook
 
 
 def main(argv: Sequence[str] | None = None) -> int:
