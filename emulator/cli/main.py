@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 COMMANDS: dict[str, str] = {
     "topo": "emulator.cli.topo",
     "p4": "emulator.cli.p4",
+    "up": "emulator.cli.up",
     "scenario": "emulator.cli.scenario",
     "clean": "emulator.cli.clean",
 }

@@ -1,0 +1,113 @@
+"""Programs a whole fabric: one P4Runtime client per switch (primary
+controller), the pipeline pushed to all, each switch's plan written, queue
+settings applied, and counters read back per port and priority."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+from p4.config.v1 import p4info_pb2
+
+from emulator.control.client import SwitchClient
+from emulator.control.encode import Encoder
+from emulator.control.fabric_plan import FabricSettings, SwitchPlan, plan_fabric
+from emulator.p4.p4info.index import P4InfoIndex
+from emulator.topology import Topology
+
+# fabric.p4 counters, indexed port * 8 + priority (p4src/include/*.p4).
+COUNTERS = {
+    "rx": "FabricIngress.rx_counter",
+    "drop": "FabricIngress.drop_counter",
+    "pfc_rx": "FabricIngress.pfc_rx_counter",
+    "tx": "FabricEgress.tx_counter",
+    "ecn": "FabricEgress.ecn_counter",
+    "pfc_tx": "FabricEgress.pfc_tx_counter",
+}
+PRIORITIES = 8
+
+
+@dataclass
+class QueueSetter:
+    """How the controller reaches a switch's queues outside P4Runtime:
+    ``set_port(switch, port, rate_bps, delay_us, buffer_bytes)`` and
+    ``set_pfc(switch, port, priority, enabled)``."""
+
+    set_port: Callable[[str, int, int, float, int | None], None]
+    set_pfc: Callable[[str, int, int, bool], None]
+
+
+class FabricController:
+    def __init__(self, topology: Topology, addresses: dict[str, str], device_ids: dict[str, int],
+                 p4info: p4info_pb2.P4Info, device_config: bytes,
+                 settings: FabricSettings | None = None) -> None:
+        self.topology = topology
+        self.p4info = p4info
+        self.device_config = device_config
+        self.settings = settings or FabricSettings()
+        self.encoder = Encoder(P4InfoIndex(p4info))
+        self.clients = {name: SwitchClient(name, addresses[name], device_ids[name])
+                        for name in addresses}
+        self.plans: dict[str, SwitchPlan] = {}
+
+    def _each(self, fn: Callable[[SwitchClient], object]) -> dict[str, object]:
+        with ThreadPoolExecutor(max_workers=min(8, max(len(self.clients), 1))) as pool:
+            futures = {name: pool.submit(fn, c) for name, c in self.clients.items()}
+            return {name: f.result() for name, f in futures.items()}
+
+    def connect(self) -> None:
+        self._each(lambda c: c.connect())
+
+    def push_pipeline(self) -> None:
+        self._each(lambda c: c.set_pipeline(self.p4info, self.device_config))
+
+    def install(self, plans: dict[str, SwitchPlan] | None = None) -> dict[str, int]:
+        """Write every switch's plan; returns entries written per switch."""
+        self.plans = plans or plan_fabric(self.topology, self.settings)
+
+        def write(client: SwitchClient) -> int:
+            return client.write(self.encoder.plan_updates(self.plans[client.name]))
+        return self._each(write)  # type: ignore[return-value]
+
+    def configure_queues(self, setter: QueueSetter, buffer_bytes: int | None = None) -> None:
+        """Port rates/delays/buffers and which priorities honour PFC."""
+        for name, plan in self.plans.items():
+            for port in plan.ports:
+                setter.set_port(name, port.port, port.rate_bps, port.delay_us, buffer_bytes)
+                for prio in range(PRIORITIES):
+                    setter.set_pfc(name, port.port, prio, prio in port.pfc_priorities)
+
+    def bring_up(self, setter: QueueSetter | None = None, buffer_bytes: int | None = None) -> None:
+        self.connect()
+        self.push_pipeline()
+        self.install()
+        if setter is not None:
+            self.configure_queues(setter, buffer_bytes)
+
+    def read_counters(self, switch: str) -> dict[int, dict[int, dict[str, int]]]:
+        """port → priority → counters (rx/tx packets and bytes, drops, ECN
+        marks, PFC frames sent and received), only non-zero slots."""
+        client = self.clients[switch]
+        out: dict[int, dict[int, dict[str, int]]] = {}
+        for key, name in COUNTERS.items():
+            for entity in client.read([self.encoder.counter_read(name)]):
+                ce = entity.counter_entry
+                if not (ce.data.packet_count or ce.data.byte_count):
+                    continue
+                port, prio = divmod(ce.index.index, PRIORITIES)
+                slot = out.setdefault(port, {}).setdefault(prio, {})
+                slot[f"{key}_packets"] = ce.data.packet_count
+                if ce.data.byte_count:
+                    slot[f"{key}_bytes"] = ce.data.byte_count
+        return out
+
+    def close(self) -> None:
+        for c in self.clients.values():
+            c.close()
+
+    def __enter__(self) -> "FabricController":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

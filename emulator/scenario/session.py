@@ -1,0 +1,170 @@
+"""A running, programmed fabric: the Mininet network brought up and every
+switch programmed by the controller. Used by ``aifabric up`` and by the
+scenario runner; teardown always happens on leaving the ``with`` block.
+
+    with FabricSession(topology, target="builtin") as fabric:
+        fabric.controller.read_counters("leaf-r0-0")
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p4.config.v1 import p4info_pb2
+
+from emulator.control.controller import FabricController, QueueSetter
+from emulator.control.fabric_plan import FabricSettings
+from emulator.network.fabric_net import FabricNetwork, NetworkOptions
+from emulator.p4.device import make_device_config
+from emulator.p4.p4info.from_ir import p4info_for
+from emulator.topology import Topology
+
+FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
+
+
+class TargetUnavailable(Exception):
+    """The requested switch target is not installed here (one line)."""
+
+    exit_code = 2
+
+
+@dataclass
+class CompiledFabric:
+    device_config: bytes
+    p4info: p4info_pb2.P4Info
+    p4info_path: Path
+
+
+def compile_fabric(target: str, workdir: Path) -> CompiledFabric:
+    """fabric.p4 for the target: our front end for the built-in switch,
+    p4c-bm2-ss for BMv2 (where installed)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    p4info_path = workdir / "fabric.p4info.txtpb"
+    if target == "bmv2":
+        p4c = shutil.which("p4c-bm2-ss")
+        if p4c is None or shutil.which("simple_switch_grpc") is None:
+            raise TargetUnavailable("target bmv2: p4c-bm2-ss and simple_switch_grpc are not "
+                                    "installed here (they come with the Vagrant VM)")
+        out = workdir / "fabric.json"
+        subprocess.run([p4c, "--p4v", "16", "--p4runtime-files", str(p4info_path), "-o", str(out),
+                        str(FABRIC_P4)], check=True, capture_output=True)
+        from emulator.p4.p4info.text import read_text
+        return CompiledFabric(out.read_bytes(), read_text(p4info_path), p4info_path)
+    config, program = make_device_config(FABRIC_P4)
+    p4info = p4info_for(program)
+    from emulator.p4.p4info.text import write_text
+    write_text(p4info, p4info_path)
+    return CompiledFabric(config, p4info, p4info_path)
+
+
+def queue_setter(addresses: dict[str, str]) -> QueueSetter:
+    """The built-in target's QueueControl service, one client per switch."""
+    from emulator.targets.builtin.queue_control import QueueControlClient
+
+    clients: dict[str, QueueControlClient] = {}
+
+    def client(switch: str) -> QueueControlClient:
+        if switch not in clients:
+            clients[switch] = QueueControlClient(addresses[switch])
+        return clients[switch]
+
+    def set_port(switch: str, port: int, rate_bps: int, delay_us: float, buffer_bytes: int | None) -> None:
+        settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": delay_us}
+        if buffer_bytes is not None:
+            settings["buffer_bytes"] = buffer_bytes
+        client(switch).set_port_config(port, **settings)
+
+    def set_pfc(switch: str, port: int, priority: int, enabled: bool) -> None:
+        client(switch).set_pfc(port, priority, enabled)
+
+    return QueueSetter(set_port, set_pfc)
+
+
+@dataclass
+class FabricSession:
+    topology: Topology
+    target: str = "builtin"
+    settings: FabricSettings = field(default_factory=FabricSettings)
+    workdir: Path | None = None
+    buffer_bytes: int | None = None
+    options: NetworkOptions = field(default_factory=NetworkOptions)
+
+    def __post_init__(self) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.network: FabricNetwork | None = None
+        self.controller: FabricController | None = None
+
+    def __enter__(self) -> "FabricSession":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self.workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="aifabric-")
+            self.workdir = Path(self._tmp.name)
+        compiled = compile_fabric(self.target, self.workdir / "build")
+        self.network = FabricNetwork(self.topology, self.target, self.workdir / "net",
+                                     device_config=None, p4info=compiled.p4info_path,
+                                     options=self.options)
+        self.network.start()
+        addresses = self.network.switch_addresses()
+        self.controller = FabricController(self.topology, addresses, self.network.device_ids(),
+                                           compiled.p4info, compiled.device_config, self.settings)
+        setter = queue_setter(addresses) if self.target == "builtin" else None
+        self.controller.bring_up(setter, self.buffer_bytes)
+
+    def stop(self) -> None:
+        if self.controller is not None:
+            self.controller.close()
+            self.controller = None
+        if self.network is not None:
+            self.network.stop()
+            self.network = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    # ---- reachability -------------------------------------------------------------
+    def ping_all(self, count: int = 1, timeout_s: float = 2.0) -> dict[str, object]:
+        """Ping every ordered pair of GPUs on different servers from the
+        source GPU's own address; switch hops from the reply TTL (64 − TTL,
+        as the destination answers with TTL 64 and each switch decrements)."""
+        assert self.network is not None
+        pairs = [(s, d) for s in self.topology.gpus for d in self.topology.gpus if s.server != d.server]
+
+        def ping(pair) -> tuple[bool, int | None]:  # type: ignore[no-untyped-def]
+            src, dst = pair
+            ns = self.network.netns_name(src.server)  # type: ignore[union-attr]
+            cmd = ["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count),
+                   "-W", str(timeout_s), "-I", src.ip, dst.ip]
+            out = subprocess.run(cmd, capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                if "ttl=" in line:
+                    ttl = int(line.split("ttl=")[1].split()[0])
+                    return True, 64 - ttl
+            return False, None
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(ping, pairs))
+        reachable = sum(ok for ok, _ in results)
+        hops: dict[str, int] = {}
+        for ok, h in results:
+            if ok and h is not None:
+                hops[str(h)] = hops.get(str(h), 0) + 1
+        unreachable = [f"{s.name}->{d.name}" for (s, d), (ok, _) in zip(pairs, results) if not ok]
+        return {"pairs": len(pairs), "reachable": reachable,
+                "loss_pct": round(100.0 * (len(pairs) - reachable) / max(len(pairs), 1), 2),
+                "switch_hops": dict(sorted(hops.items(), key=lambda kv: int(kv[0]))),
+                "unreachable": unreachable[:20]}
