@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,7 @@ class FabricSession:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.network: FabricNetwork | None = None
         self.controller: FabricController | None = None
+        self.timings: dict[str, float] = {}
 
     def __enter__(self) -> "FabricSession":
         try:
@@ -114,16 +116,32 @@ class FabricSession:
         if self.workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="aifabric-")
             self.workdir = Path(self._tmp.name)
+        clock = time.perf_counter()
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            self.timings[name] = round(now - clock, 3)
+            clock = now
         compiled = compile_fabric(self.target, self.workdir / "build")
+        lap("compile_s")
         self.network = FabricNetwork(self.topology, self.target, self.workdir / "net",
                                      device_config=None, p4info=compiled.p4info_path,
                                      options=self.options)
         self.network.start()
+        lap("network_s")
         addresses = self.network.switch_addresses()
         self.controller = FabricController(self.topology, addresses, self.network.device_ids(),
                                            compiled.p4info, compiled.device_config, self.settings)
-        setter = queue_setter(addresses) if self.target == "builtin" else None
-        self.controller.bring_up(setter, self.buffer_bytes)
+        self.controller.connect()
+        self.controller.push_pipeline()
+        lap("pipeline_push_s")
+        self.controller.install()
+        lap("entries_s")
+        if self.target == "builtin":
+            self.controller.configure_queues(queue_setter(addresses), self.buffer_bytes)
+        lap("queues_s")
+        self.timings["total_s"] = round(sum(self.timings.values()), 3)
 
     def stop(self) -> None:
         if self.controller is not None:
