@@ -18,6 +18,7 @@ from pathlib import Path
 
 from p4.config.v1 import p4info_pb2
 
+from emulator.control.bmv2_pfc import PfcEmulator, start_emulators, stop_emulators
 from emulator.control.controller import FabricController, QueueSetter
 from emulator.control.fabric_plan import FabricSettings
 from emulator.network.fabric_net import FabricNetwork, NetworkOptions
@@ -100,6 +101,8 @@ class FabricSession:
         self.network: FabricNetwork | None = None
         self.controller: FabricController | None = None
         self.timings: dict[str, float] = {}
+        # BMv2 only: the controller-side PFC approximation, one per switch.
+        self.pfc_emulators: dict[str, PfcEmulator] = {}
 
     def __enter__(self) -> "FabricSession":
         try:
@@ -140,10 +143,16 @@ class FabricSession:
         lap("entries_s")
         if self.target == "builtin":
             self.controller.configure_queues(queue_setter(addresses), self.buffer_bytes)
+        elif self.target == "bmv2":
+            switches = {name: self.network.switch(name).launch_spec for name in addresses}
+            self.pfc_emulators = start_emulators(
+                self.controller, {n: s.thrift_port for n, s in switches.items()},
+                {n: s.priority_queues for n, s in switches.items()})
         lap("queues_s")
         self.timings["total_s"] = round(sum(self.timings.values()), 3)
 
     def stop(self) -> None:
+        stop_emulators(self.pfc_emulators)
         if self.controller is not None:
             self.controller.close()
             self.controller = None

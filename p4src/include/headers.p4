@@ -130,6 +130,23 @@ header pfc_pad_t {
     bit<208> zeros;
 }
 
+/* A received PFC frame as FabricIngress reports it to the controller
+ * (digest<pfc_pause_t>): only targets without PFC in the MAC (BMv2) hand
+ * these frames to P4; the controller then slows the paused queues
+ * (emulator/control/bmv2_pfc.py). */
+struct pfc_pause_t {
+    bit<9> ingress_port;
+    bit<8> class_enable;
+    bit<16> time0;
+    bit<16> time1;
+    bit<16> time2;
+    bit<16> time3;
+    bit<16> time4;
+    bit<16> time5;
+    bit<16> time6;
+    bit<16> time7;
+}
+
 struct headers_t {
     packet_out_t packet_out;
     packet_in_t packet_in;

@@ -89,8 +89,12 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         }
         meta.port_prio = ((bit<32>)standard_metadata.ingress_port << 3);
         if (hdr.pfc.isValid()) {
-            /* Only targets without PFC in the MAC hand these to P4. */
+            /* Only targets without PFC in the MAC hand these to P4; the
+             * controller honours them as best it can (BMv2: queue rates). */
             pfc_rx_counter.count(meta.port_prio);
+            digest<pfc_pause_t>(1, { standard_metadata.ingress_port, hdr.pfc.class_enable,
+                hdr.pfc.time0, hdr.pfc.time1, hdr.pfc.time2, hdr.pfc.time3,
+                hdr.pfc.time4, hdr.pfc.time5, hdr.pfc.time6, hdr.pfc.time7 });
             drop();
             exit;
         }
