@@ -40,6 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run_p.add_argument("--packet", action="append", default=[], metavar="PORT:HEX", required=True,
                        help="a packet entering on PORT, as hex bytes (repeatable; run in order)")
     run_p.add_argument("--seed", type=int, default=0, help="seed of random() and the random hash")
+    run_p.add_argument("--priority-queues", type=int, default=1, metavar="N",
+                       help="egress queues per port, as simple_switch's --priority-queues "
+                            "(default 1, like simple_switch: a packet whose priority is N or "
+                            "more is dropped)")
     run_p.add_argument("-I", dest="include", action="append", default=[],
                        help="add an include directory")
     run_p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -91,8 +95,10 @@ def _run(args: argparse.Namespace) -> int:
     from emulator.p4.runtime_json import load_runtime_file
 
     packets = [_parse_packet(p) for p in args.packet]
+    if not 1 <= args.priority_queues <= 8:
+        raise P4UsageError("--priority-queues must be 1..8")
     pipeline = V1ModelPipeline(compile_file(args.program, args.include), seed=args.seed,
-                               clock_us=_StepClock())
+                               priority_queues=args.priority_queues, clock_us=_StepClock())
     if args.entries:
         load_runtime_file(pipeline, args.entries)
     outputs = []

@@ -10,7 +10,9 @@ diagnostics and raised together as one :class:`~emulator.p4.errors.CompileError`
 - :mod:`.fold` constant folding;
 - :mod:`.expr` expressions; :mod:`.calls` method and function calls;
 - :mod:`.stmt` statements; :mod:`.blocks` parsers, controls, tables;
-- :mod:`.program` the whole program and the package.
+- :mod:`.program` the whole program and the package;
+- :mod:`.v1model` what v1model and p4c's BMv2 back end add (clone, resubmit,
+  recirculate placement).
 """
 
 from emulator.p4.check.program import check_program

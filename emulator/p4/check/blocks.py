@@ -16,7 +16,7 @@ from emulator.p4.check.context import Abort, Scope, Symbol, annotation_string, d
 from emulator.p4.check.stmt import Where, always_returns
 from emulator.p4.check.typeres import annotations_of
 from emulator.p4.types import (
-    BOOL, BitsType, BoolType, EnumType, ErrorType, ExternType, InfIntType, Type, VoidType,
+    BOOL, BitsType, BoolType, EnumType, ErrorType, ExternType, InfIntType, StringType, Type, VoidType,
 )
 
 if TYPE_CHECKING:
@@ -39,6 +39,8 @@ class BlockChecker:
         self.c = checker
         self._global_actions: dict[int, ir.Action] = {}
         self._functions: dict[int, ir.Function] = {}
+        self.instantiated: set[int] = set()  # ids of the parser/control declarations instantiated
+        self._instantiating: set[int] = set()  # those being checked now (no recursion)
 
     # ---- actions and functions ----------------------------------------------------------
     def action_for(self, sym: Symbol, loc) -> ir.Action:  # type: ignore[no-untyped-def]
@@ -61,6 +63,12 @@ class BlockChecker:
             elif seen_directionless:
                 raise self.c.diags.error(decl.loc, f"action {decl.name}: directional parameters "
                                                    "must come before directionless ones")
+        for p in params:
+            # p4c: action data is bit<>, int<>, bool, a newtype or a serializable enum
+            if not p.direction and not isinstance(p.type, (BitsType, BoolType)) and not (
+                    isinstance(p.type, EnumType) and p.type.underlying is not None):
+                raise self.c.diags.error(p.loc, f"action {decl.name}: parameter {p.name} of type {p.type} "
+                                                "cannot be action data; give it a direction")
         body = self.c.stmts.block(decl.body.statements, inner, Where("action"))
         action = ir.Action(control_plane_name(prefix, decl.name, decl.annotations), decl.name,
                            tuple(params), body, annotations_of(decl.annotations), loc=decl.loc)
@@ -73,13 +81,19 @@ class BlockChecker:
         if decl.type_params:
             raise self.c.diags.unsupported_error(loc, "a generic function")
         cached = self._functions.get(id(decl))
+        if cached is not None and id(decl) in self._instantiating:
+            raise self.c.diags.error(loc, f"{decl.name} calls itself (recursion is not allowed in P4)")
         if cached is None:
             inner = self.c.globals.child()
             params = self._params(decl.params, inner, allow_directionless=True)
             rt = self.c.types.resolve(decl.return_type, self.c.globals)
             fn = ir.Function(decl.name, tuple(params), rt, ir.Block(), loc=decl.loc)
             self._functions[id(decl)] = fn
-            fn.body = self.c.stmts.block(decl.body.statements, inner, Where("function", rt))
+            self._instantiating.add(id(decl))
+            try:
+                fn.body = self.c.stmts.block(decl.body.statements, inner, Where("function", rt))
+            finally:
+                self._instantiating.discard(id(decl))
             if not isinstance(rt, VoidType) and not always_returns(fn.body.stmts):
                 self.c.diags.error(decl.loc, f"function {decl.name} does not return a value on all paths")
             cached = fn
@@ -92,6 +106,8 @@ class BlockChecker:
             t = self.c.types.resolve(p.type, scope)
             if not p.direction and not allow_directionless and not isinstance(t, ExternType):
                 raise self.c.diags.error(p.loc, f"parameter {p.name} needs a direction")
+            if p.direction and isinstance(t, (ExternType, StringType)):
+                raise self.c.diags.error(p.loc, f"parameter {p.name} of type {t} cannot have a direction")
             local = ir.Local(p.name, t, p.direction, annotations_of(p.annotations), loc=p.loc)
             declare(scope, self.c.diags, p.name, Symbol("var", local, p), p.loc)
             if p.default is not None:
@@ -105,6 +121,9 @@ class BlockChecker:
     def instantiate(self, decl: ast.ControlDecl | ast.ParserDecl, prefix: str,
                     ctor_args: tuple[ast.Argument, ...], caller: Scope, loc) -> ir.Control | ir.Parser:  # type: ignore[no-untyped-def]
         d = self.c.diags
+        self.instantiated.add(id(decl))
+        if id(decl) in self._instantiating:
+            raise d.error(loc, f"{decl.name} instantiates itself")
         if decl.type_params:
             raise d.unsupported_error(loc, f"a generic {type(decl).__name__[:-4].lower()}")
         scope = self.c.globals.child(owner=prefix)
@@ -116,9 +135,13 @@ class BlockChecker:
             value = self.c.exprs.const(a.value, caller, t)
             scope.names[p.name] = Symbol("const", value, p)
         params = self._params(decl.params, scope, allow_directionless=False)
-        if isinstance(decl, ast.ControlDecl):
-            return self._control(decl, prefix, scope, params)
-        return self._parser(decl, prefix, scope, params)
+        self._instantiating.add(id(decl))
+        try:
+            if isinstance(decl, ast.ControlDecl):
+                return self._control(decl, prefix, scope, params)
+            return self._parser(decl, prefix, scope, params)
+        finally:
+            self._instantiating.discard(id(decl))
 
     def direct_instance(self, sym: Symbol, name: str, scope: Scope, loc) -> ir.Control | ir.Parser:  # type: ignore[no-untyped-def]
         """``D.apply(...)`` on a control/parser type: an instance named after

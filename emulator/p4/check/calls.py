@@ -172,6 +172,14 @@ class CallChecker:
         decl = self._pick_overload(decls, n, sym.value if not isinstance(sym.value, list) else "")
         params, ret, type_args, args = self._generic_call(n, decl.params, decl.type_params,
                                                           decl.return_type, {}, scope)
+        if decl.name == "static_assert":
+            # evaluated by the compiler (P4-16 §17.3.3)
+            if not isinstance(args[0], ir.Const):
+                raise self.c.diags.error(n.loc, "static_assert needs a compile-time condition")
+            if not args[0].value:
+                what = args[1].value if len(args) > 1 and isinstance(args[1], ir.Const) else "static_assert failed"
+                raise self.c.diags.error(n.loc, f"static_assert failed: {what}")
+            return ir.Const(BOOL, True) if as_value else ir.Block(loc=n.loc)
         call = ir.ExternCall(ret, None, decl.name, args, params, type_args, loc=n.loc)
         return self._finish(call, n, as_value)
 
@@ -194,6 +202,14 @@ class CallChecker:
             n, m.params, tuple(decl.type_params) + tuple(m.type_params), m.return_type, bindings, scope,
             instance_params=tuple(p.name for p in decl.type_params))
         call = ir.ExternCall(ret, target, method, args, params, type_args, loc=n.loc)
+        if et.name == "packet_in" and method == "extract":
+            dest = params[0].type
+            if not isinstance(dest, HeaderType):
+                raise d.error(n.loc, f"extract needs a header, not {dest}")
+            if len(args) == 2 and not dest.has_varbit:
+                raise d.error(n.loc, f"extract with a length needs a header with a varbit field; {dest} has none")
+            if len(args) == 1 and dest.has_varbit:
+                raise d.error(n.loc, f"{dest} has a varbit field: extract it with a length")
         return self._finish(call, n, as_value)
 
     def _finish(self, call: ir.ExternCall, n: ast.CallExpr, as_value: bool) -> ir.Expr | ir.Stmt:

@@ -63,10 +63,17 @@ class Diagnostics:
 
     def raise_if_any(self) -> None:
         if self.items:
-            cls = UnsupportedError if self.unsupported and all(
-                "not supported by the built-in target" in d.message for d in self.items
-            ) else CompileError
+            # Errors after the first unsupported construct are mostly its
+            # fallout ('t' is not declared when table t was refused): the
+            # program counts as unsupported unless a real error comes first.
+            first = next((i for i, d in enumerate(self.items) if _is_unsupported(d)), None)
+            cls = UnsupportedError if first is not None and not any(
+                not _is_unsupported(d) for d in self.items[:first]) else CompileError
             raise cls(list(self.items))
+
+
+def _is_unsupported(d: Diagnostic) -> bool:
+    return "not supported by the built-in target" in d.message
 
 
 def declare(scope: Scope, diags: Diagnostics, name: str, sym: Symbol, loc: SourceLocation | None) -> None:

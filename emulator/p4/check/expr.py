@@ -40,6 +40,8 @@ class ExprChecker:
         self.c = checker
         # id(syntax node) → its IR, already checked (a compound assignment's target)
         self.prechecked: dict[int, ir.Expr] = {}
+        # id of the expression a switch is on: the only place action_run may appear
+        self.switch_subject: int | None = None
 
     # ---- entry points -------------------------------------------------------------
     def check(self, node: ast.Expression, scope: Scope, expected: Type | None = None) -> ir.Expr:
@@ -121,6 +123,8 @@ class ExprChecker:
             return sym.value  # type: ignore[return-value]
         if sym.kind == "match_kind":
             return ir.Const(MatchKindType(), n.name)
+        if sym.kind == "instance":
+            raise self.c.diags.unsupported_error(n.loc, f"passing the extern instance {n.name!r} as a value")
         raise self.c.diags.error(n.loc, f"{n.name!r} ({sym.kind}) cannot be used as a value here")
 
     def _e_TypeRefExpr(self, n: ast.TypeRefExpr, scope: Scope, expected: Type | None) -> ir.Expr:
@@ -143,6 +147,8 @@ class ExprChecker:
             if table is not None:
                 if n.base.args:
                     raise self.c.diags.error(n.base.loc, "a table's apply takes no arguments")
+                if n.member == "action_run" and id(n) != self.switch_subject:
+                    raise self.c.diags.error(n.loc, "action_run is only allowed as the subject of a switch")
                 t = BOOL if n.member != "action_run" else U32
                 return ir.TableApplyResult(t, table, n.member)
         base = self.check(n.base, scope)
@@ -312,7 +318,7 @@ class ExprChecker:
 
     def _shift(self, n: ast.BinaryExpr, left: ir.Expr, right: ir.Expr) -> ir.Expr:
         d = self.c.diags
-        rb = bits_of(right.type)
+        rb = right.type if isinstance(right.type, BitsType) else None
         if is_int_literal(right):
             if int(right.value) < 0:  # type: ignore[call-overload]
                 raise d.error(n.right.loc, "shift by a negative amount")
@@ -323,6 +329,8 @@ class ExprChecker:
         if is_int_literal(left):
             if not isinstance(right, ir.Const):
                 raise d.error(n.loc, "shifting an integer of unknown width by a non-constant; give it a width")
+            if n.op == "<<" and int(left.value).bit_length() + int(right.value) > 2048:  # type: ignore[call-overload]
+                raise d.error(n.loc, "the result is wider than 2048 bits")
             return self._fold(n.op, left, right, InfIntType())
         if not isinstance(left.type, BitsType):
             raise d.error(n.loc, f"cannot shift {_show(left.type)}")

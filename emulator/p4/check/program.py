@@ -11,6 +11,7 @@ from emulator.p4.check.expr import ExprChecker
 from emulator.p4.check.stmt import StmtChecker
 from emulator.p4.check.tables import TableChecker
 from emulator.p4.check.typeres import TypeResolver, annotations_of
+from emulator.p4.check.v1model import check_v1model
 from emulator.p4.types import ErrorType, ExternType, StructType, Type
 
 TYPE_DECLS = (ast.HeaderTypeDecl, ast.HeaderUnionDecl, ast.StructTypeDecl, ast.EnumDecl,
@@ -76,19 +77,61 @@ class Checker:
                     self._top(decl)
             except Abort:
                 continue
+        package = None
+        if main is not None:
+            try:
+                package = self._package(main)
+            except Abort:
+                pass
+        self._check_unreached(program)
         if main is None:
             self.diags.error(None, "the program has no 'main' package instance")
             self.diags.raise_if_any()
-        package = None
-        try:
-            package = self._package(main)  # type: ignore[arg-type]
-        except Abort:
-            pass
+        self._check_control_plane_names()
         self.diags.raise_if_any()
         assert package is not None
         return ir.Program(self.source, package, dict(self.named_types), self.error_type.members,
                           actions=tuple(self.all_actions), tables=tuple(self.all_tables),
                           instances=tuple(self.all_instances), value_sets=tuple(self.all_value_sets))
+
+    def _check_unreached(self, program: ast.Program) -> None:
+        """p4c type-checks every declaration, used or not: check the functions,
+        actions, controls and parsers the package did not reach (those
+        without constructor or type parameters), then forget what they
+        built. Only their errors count, not constructs the built-in target
+        would refuse."""
+        kept = (len(self.all_actions), len(self.all_tables), len(self.all_instances),
+                len(self.all_value_sets))
+        for decl in program.declarations:
+            before = len(self.diags.items)
+            try:
+                if isinstance(decl, ast.FunctionDecl) and not decl.type_params:
+                    self.blocks.function_for(Symbol("function", decl), decl.loc)
+                elif isinstance(decl, ast.ActionDecl):
+                    self.blocks.action_for(Symbol("action", decl), decl.loc)
+                elif isinstance(decl, (ast.ControlDecl, ast.ParserDecl)) and not decl.ctor_params \
+                        and not decl.type_params and id(decl) not in self.blocks.instantiated:
+                    self.blocks.instantiate(decl, decl.name, (), self.globals, decl.loc)
+            except Abort:
+                pass
+            new = self.diags.items[before:]
+            if any(_unsupported(d) for d in new):
+                del self.diags.items[before:]
+                self.diags.items.extend(d for d in new if not _unsupported(d))
+        del self.all_actions[kept[0]:], self.all_tables[kept[1]:], self.all_instances[kept[2]:]
+        del self.all_value_sets[kept[3]:]
+
+    def _check_control_plane_names(self) -> None:
+        """p4c's P4Info generation: one object per control-plane name and kind."""
+        for kind, objects in (("table", self.all_tables), ("action", self.all_actions),
+                              ("extern instance", self.all_instances)):
+            seen: dict[str, object] = {}
+            for obj in objects:
+                first = seen.setdefault(obj.name, obj)  # type: ignore[attr-defined]
+                if first is not obj:
+                    self.diags.error(getattr(obj, "loc", None),
+                                     f"conflicting control-plane name: {kind} {obj.name!r} is "  # type: ignore[attr-defined]
+                                     "declared more than once")
 
     def _top(self, decl: ast.Node) -> None:
         g = self.globals
@@ -137,7 +180,9 @@ class Checker:
             late = self.late_sub_blocks.get(block.name)
             if late:
                 block.sub_blocks = block.sub_blocks + tuple(late)
-        return ir.Package(pkg.name, tuple(blocks), annotations_of(main.annotations))
+        package = ir.Package(pkg.name, tuple(blocks), annotations_of(main.annotations))
+        check_v1model(package, self.diags)
+        return package
 
     def _all_blocks(self, blocks: list[ir.Control | ir.Parser]) -> list[ir.Control | ir.Parser]:
         out: list[ir.Control | ir.Parser] = []
@@ -208,6 +253,10 @@ class Checker:
                     if sym2 is not None and sym2.kind == "extern" and (
                             not isinstance(bp.type, ExternType) or bp.type.name != tn.name):
                         raise d.error(bp.loc, f"{block.name}: parameter {bp.name} must be {tn.name}")
+
+
+def _unsupported(d: object) -> bool:
+    return "not supported by the built-in target" in getattr(d, "message", "")
 
 
 def check_program(program: ast.Program, source: str = "<program>") -> ir.Program:

@@ -70,6 +70,13 @@ class StmtChecker:
             return ir.Assign(target, value, loc=n.loc)
         if isinstance(n, ast.MethodCallStmt):
             result = self.c.calls.call(n.call, scope, as_value=False)
+            if isinstance(result, ir.ActionCall) and where.kind in ("parser", "function"):
+                raise d.error(n.loc, f"actions cannot be called from a {where.kind}")
+            if isinstance(result, (ir.TableApply, ir.SubApply)) and where.kind in ("action", "function"):
+                raise d.error(n.loc, f"apply cannot be called from a{'n' if where.kind == 'action' else ''} "
+                                     f"{where.kind}")
+            if isinstance(result, ir.TableApply) and where.kind == "parser":
+                raise d.error(n.loc, "tables cannot be applied in a parser")
             if isinstance(result, ir.Expr):
                 return ir.ExprStmt(result, loc=n.loc)
             return result
@@ -113,6 +120,12 @@ class StmtChecker:
         raise d.unsupported_error(getattr(n, "loc", None), f"the statement {type(n).__name__}")
 
     def var_decl(self, n: ast.VariableDecl, scope: Scope) -> ir.VarDecl:
+        shadowed = scope.lookup(n.name)
+        if shadowed is not None and shadowed.kind == "var" and isinstance(shadowed.value, ir.Local) \
+                and (shadowed.value.direction or id(shadowed.value) in self.c.readonly) \
+                and n.name not in scope.names:
+            # p4c: an error for parameters (a warning for other declarations)
+            raise self.c.diags.error(n.loc, f"declaration of {n.name!r} shadows a parameter")
         t = self.c.types.resolve(n.type, scope)
         init = self.c.exprs.check(n.init, scope, t) if n.init is not None else None
         local = ir.Local(n.name, t, "", annotations_of(n.annotations), loc=n.loc)
@@ -127,7 +140,14 @@ class StmtChecker:
 
     def _switch(self, n: ast.SwitchStmt, scope: Scope, where: Where) -> ir.Switch:
         d = self.c.diags
-        subject = self.c.exprs.check(n.expr, scope)
+        if where.kind == "action":
+            # p4c's BMv2 back end: "switch statements not supported in actions on this target"
+            raise d.error(n.loc, "switch statements are not allowed in actions on BMv2")
+        self.c.exprs.switch_subject = id(n.expr)
+        try:
+            subject = self.c.exprs.check(n.expr, scope)
+        finally:
+            self.c.exprs.switch_subject = None
         on_table = isinstance(subject, ir.TableApplyResult) and subject.member == "action_run"
         if not on_table:
             st = subject.type
@@ -135,9 +155,13 @@ class StmtChecker:
                 raise d.error(n.expr.loc, "switch needs t.apply().action_run or a bit<W>, int<W> or enum value")
         cases: list[ir.SwitchCase] = []
         seen: set[object] = set()
+        had_default = False
         for case in n.cases:
+            if had_default:
+                raise d.error(case.label.loc, "a switch label follows the 'default' label")
             body = self.block(case.body.statements, scope, where) if case.body is not None else None
             if isinstance(case.label, ast.DefaultExpr):
+                had_default = True
                 cases.append(ir.SwitchCase((), body if body is not None else ir.Block(), True))
                 continue
             if on_table:

@@ -107,7 +107,7 @@ class TableChecker:
             default_const = default.is_const
         else:
             noaction = scope.lookup("NoAction")
-            if noaction is None:
+            if noaction is None or noaction.kind != "action":
                 raise d.error(n.loc, f"table {n.name} has no default_action and NoAction is not declared")
             bound = ir.BoundAction(self.c.blocks.action_for(noaction, n.loc), ())
             default_const = False
@@ -116,12 +116,19 @@ class TableChecker:
         ep = props.get("entries")
         if isinstance(ep, ast.EntriesProperty):
             entries_const = ep.is_const
+            if not keys:
+                raise d.error(ep.loc, f"table {n.name}: entries cannot be given for a table without a key")
             if not entries_const:
                 raise d.unsupported_error(ep.loc, "non-const table entries")
             for entry in ep.entries:
                 keysets = self.keysets(entry.keysets, [k.expr.type for k in keys], scope, entry.loc,
                                        kinds=[k.match_kind for k in keys])
                 action = self._bound(entry.action, scope, refs, n.name)
+                if any(r.action is action.action and find_annotation(r.annotations, "defaultonly")
+                       for r in refs):
+                    raise d.error(entry.loc, f"table {n.name}: action {action.action.local_name} is "
+                                             "@defaultonly and cannot be used in an entry")
+                self._check_entry_keysets(entry, keys, keysets)
                 priority = None
                 if entry.priority is not None:
                     # p4c's EntryPriorities pass: priorities are only for non-const entries.
@@ -161,6 +168,25 @@ class TableChecker:
                         tuple(refs), bound, default_const, tuple(entries), entries_const, size,
                         implementation, direct_counter, direct_meter, annotations_of(n.annotations),
                         other, loc=n.loc)
+
+    def _check_entry_keysets(self, entry: ast.TableEntry, keys: list[ir.TableKey],
+                             keysets: list[ir.Keyset]) -> None:
+        """p4c's BMv2 back end: an lpm mask must be a prefix; optional takes a
+        value or ``_`` only."""
+        d = self.c.diags
+        for key, ks in zip(keys, keysets):
+            if not isinstance(ks, ir.KeysetMask):
+                continue
+            width = key.expr.type.width if isinstance(key.expr.type, BitsType) else 1
+            mask = ks.mask & ((1 << width) - 1)
+            if key.match_kind == "lpm":
+                low = (mask & -mask).bit_length() - 1 if mask else width
+                if mask and (mask >> low) != (1 << (width - low)) - 1:
+                    raise d.error(entry.loc, f"invalid mask {ks.mask:#x} for the lpm key {key.name}")
+            elif key.match_kind == "optional":
+                raise d.error(entry.loc, f"an optional key ({key.name}) takes a value or '_', not a mask")
+            elif key.match_kind in ("exact", "range"):
+                raise d.error(entry.loc, f"a mask is not allowed for the {key.match_kind} key {key.name}")
 
     def _key(self, el: ast.KeyElement, scope: Scope, table: str) -> ir.TableKey:
         d = self.c.diags
@@ -207,8 +233,13 @@ class TableChecker:
         args = ref.args or ()
         if len(args) == len(action.params) > len(params):
             # ``default_action = a(dir_args, data)``: the directional arguments
-            # repeat those of the actions list; only the data is kept.
-            args = args[len(action.params) - len(params):]
+            # must repeat those of the actions list; only the data is kept.
+            n_dir = len(action.params) - len(params)
+            listed = next(r for r in refs if r.action is action).args
+            for given, bound in zip(args[:n_dir], listed):
+                if not _same_expr(self.c.exprs.check(given.value, scope), bound):
+                    raise d.error(given.loc, f"{ref.name}: argument does not match the one in the actions list")
+            args = args[n_dir:]
         if len(args) != len(params):
             raise d.error(ref.loc, f"{ref.name} takes {len(params)} arguments, got {len(args)}")
         values = tuple(self.c.exprs.const(a.value, scope, p.type) for a, p in zip(args, params))
@@ -299,6 +330,23 @@ class TableChecker:
         if isinstance(t, BitsType) and t.signed:
             return int(value) & t.mask  # type: ignore[call-overload]
         return int(value)  # type: ignore[call-overload]
+
+
+def _same_expr(a: ir.Expr, b: ir.Expr) -> bool:
+    """Structural equality of two checked expressions (lvalues, constants)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, ir.LocalRef):
+        return a.local is b.local  # type: ignore[attr-defined]
+    if isinstance(a, ir.Const):
+        return a.value == b.value and a.type == b.type  # type: ignore[attr-defined]
+    if isinstance(a, ir.Member):
+        return a.name == b.name and _same_expr(a.base, b.base)  # type: ignore[attr-defined]
+    if isinstance(a, ir.StackElement):
+        return _same_expr(a.base, b.base) and _same_expr(a.index, b.index)  # type: ignore[attr-defined]
+    if isinstance(a, ir.Slice):
+        return (a.hi, a.lo) == (b.hi, b.lo) and _same_expr(a.base, b.base)  # type: ignore[attr-defined]
+    return False
 
 
 __all__ = ["TableChecker", "key_name", "has_annotation"]

@@ -99,6 +99,9 @@ class TypeResolver:
                 return sym.value  # type: ignore[return-value]
             if sym.kind in ("extern", "parser", "control", "package"):
                 return ExternType(t.name)
+            if sym.kind in ("parser_type", "control_type"):
+                # valid P4 (a constructor parameter taking a parser or control)
+                raise diags.unsupported_error(t.loc, f"a parameter of parser or control type {t.name}")
             raise diags.error(t.loc, f"{t.name!r} is not a type")
         raise diags.error(getattr(t, "loc", None), f"unexpected type {type(t).__name__}")
 

@@ -4,7 +4,7 @@ packets through it as the v1model pipeline of BMv2's simple_switch does.
 - :mod:`.layout` generates a Python class per header, struct, union and stack
   type, with extract/emit/copy methods specialised to its fields;
 - :mod:`.codegen` compiles parsers, controls, actions and functions to Python
-  source, one function each;
+  source, one function each (statements in :mod:`.statements`);
 - :mod:`.externs` holds the run-time side of v1model externs (registers,
   counters, meters, hashes, checksums);
 - :mod:`.tables` holds table and action-profile state and lookups;

@@ -16,7 +16,7 @@ from emulator.p4.exec.codegen import (
 )
 from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident, scalar_width
 from emulator.p4.exec.tables import Table
-from emulator.p4.types import BoolType
+from emulator.p4.types import BoolType, HeaderType
 
 
 @dataclass
@@ -75,11 +75,14 @@ class ModuleBuilder:
                 if is_aggregate(p.type):
                     gen.layouts.class_name(p.type)
             self._block(block)
-        while gen.pending_blocks or gen.pending_functions:
+        while gen.pending_blocks or gen.pending_functions or gen.pending_actions:
             if gen.pending_blocks:
                 self._block(gen.pending_blocks.pop())
-            else:
+            elif gen.pending_functions:
                 self._function(gen.pending_functions.pop())
+            else:
+                # a top-level action called directly: it sees no block locals
+                self._action(gen.pending_actions.pop(), set())
         body = "\n".join(gen.lines)
         frames = "\n\n".join(self._frame_source(key, slots)
                              for key, slots in self._frame_slots.items()
@@ -370,6 +373,9 @@ def _selector_part(gen: Codegen, key: ir.TableKey) -> str:
     width = scalar_width(key.expr.type)
     if isinstance(key.expr.type, BoolType):
         code = f"int({code})"
+    if isinstance(key.expr, ir.Member) and isinstance(key.expr.base.type, HeaderType):
+        # BMv2 leaves fields of invalid headers out of the hash input.
+        return f"(({code}, {width}) if {gen.expr(key.expr.base)}._v else (0, 0))"
     return f"({code}, {width})"
 
 

@@ -217,9 +217,11 @@ class Counter:
 
 
 class MeterCell:
-    """One meter: two token buckets (committed, peak) as BMv2 runs them:
-    rates in units per microsecond, buckets checked in order, the first one
-    short of tokens decides the colour (YELLOW for committed, RED for peak)."""
+    """One meter: token buckets as BMv2's ``Meter`` runs them. ``rates`` are
+    (units per microsecond, burst) in control-plane order (committed, then
+    peak); BMv2 stores them reversed and checks the peak bucket first: the
+    first bucket short of tokens decides the colour (RED for peak, YELLOW for
+    committed) and the buckets after it are left untouched."""
 
     __slots__ = ("rates", "tokens", "last_tokens")
 
@@ -234,17 +236,17 @@ class MeterCell:
         self.last_tokens = [0] * len(rates)
 
     def execute(self, amount: int, now_us: float) -> int:
-        color = COLOR_GREEN
-        for i, (rate_per_us, burst) in enumerate(self.rates):
-            since_init = int(now_us * rate_per_us)
+        micros = int(now_us)  # BMv2 counts whole microseconds since the start
+        for i in range(len(self.rates) - 1, -1, -1):
+            rate_per_us, burst = self.rates[i]
+            since_init = int(micros * rate_per_us)
             new = since_init - self.last_tokens[i]
             self.last_tokens[i] = since_init
             self.tokens[i] = min(self.tokens[i] + new, burst)
             if self.tokens[i] < amount:
-                color = i + 1
-                break
+                return i + 1
             self.tokens[i] -= amount
-        return color
+        return COLOR_GREEN
 
 
 class Meter:
@@ -256,9 +258,9 @@ class Meter:
         self.name, self.kind = name, kind
         self.cells = [MeterCell() for _ in range(size)]
 
-    def execute(self, index: int, ctx: "PacketContext") -> int:
+    def execute(self, index: int, ctx: "PacketContext", old: int = 0) -> int:
         if index >= len(self.cells):
-            return COLOR_GREEN
+            return old  # BMv2 leaves the destination as it was
         amount = 1 if self.kind == "packets" else ctx.length
         return self.cells[index].execute(amount, ctx.now_us)
 
@@ -270,10 +272,13 @@ class PacketContext:
 
     __slots__ = ("length", "now_us", "rng", "clone", "resubmit", "recirculate",
                  "truncate", "digests", "checksum_error", "logs", "meter_color",
-                 "payload", "sm")
+                 "payload", "sm", "length_reg")
 
     def __init__(self, length: int, now_us: float, rng: _random.Random) -> None:
         self.length = length
+        # BMv2's packet-length register: the ingress length, changed by
+        # setValid/setInvalid; egress reads it as standard_metadata.packet_length.
+        self.length_reg = length
         self.now_us = now_us
         self.rng = rng
         self.clone: tuple[int, int, int] | None = None

@@ -115,6 +115,8 @@ class Layouts:
         lines.append("    def _eq(self, o):")
         lines.append("        return " + " and ".join(f"self.{s}._eq(o.{s})" for s in slots))
         lines.extend(_SET_METHOD)
+        lines.append("    def _inv(self):")
+        lines.append("        for s in self.__slots__: getattr(self, s)._v = False")
         lines.append("    def _only(self, keep):")
         lines.append("        for s in self.__slots__:")
         lines.append("            h = getattr(self, s)")
@@ -296,15 +298,23 @@ def _stack_class(name: str, elem: str, size: int) -> str:
     def _set(self, o):
         self.hs, self.nxt = o.hs, o.nxt
     def push_front(self, n):
+        # As BMv2's StackP4_16: swap elements along, mark the first n invalid
+        # (they keep whatever values the swaps left there).
+        if n == 0: return
         hs = self.hs
-        for i in range({size} - 1, -1, -1):
-            hs[i] = hs[i - n] if i >= n else {elem}()
-        self.nxt = min(self.nxt + n, {size})
+        self.nxt = min({size}, self.nxt + n)
+        for i in range({size} - 1, n - 1, -1):
+            hs[i], hs[i - n] = hs[i - n], hs[i]
+        for i in range(min({size}, n)):
+            hs[i]._inv()
     def pop_front(self, n):
+        if n == 0: return
         hs = self.hs
-        for i in range({size}):
-            hs[i] = hs[i + n] if i + n < {size} else {elem}()
-        self.nxt = max(self.nxt - n, 0)"""
+        self.nxt -= min(self.nxt, n)
+        for i in range(max({size} - n, 0)):
+            hs[i], hs[i + n] = hs[i + n], hs[i]
+        for i in range(max({size} - n, 0), {size}):
+            hs[i]._inv()"""
 
 
 def scalar_width(t: Type) -> int:

@@ -27,11 +27,11 @@ from emulator.p4.exec.codegen import unsupported
 from emulator.p4.exec.externs import (
     Counter, Cursor, ExitBlock, HASHES, Meter, PacketContext, ParserError, Register,
 )
-from emulator.p4.exec.layout import scalar_width
+from emulator.p4.exec.layout import py_ident, scalar_width
 from emulator.p4.exec.state import build_tables, ValueSetState
 from emulator.p4.exec.tables import ActionProfile, Table
 from emulator.p4.exec.v1model_externs import V1ModelLowering
-from emulator.p4.types import EnumType, StructType, find_annotation
+from emulator.p4.types import BitsType, BoolType, EnumType, StructType, find_annotation
 
 DROP_PORT = 511
 # standard_metadata.instance_type values (simple_switch's PktInstanceType).
@@ -145,7 +145,10 @@ class V1ModelPipeline:
             kind = inst.type.name
             args = [a.value if isinstance(a, ir.Const) else None for a in inst.ctor_args]
             if kind == "register":
-                width = scalar_width(inst.type.type_args[0]) if inst.type.type_args else 32
+                elem = inst.type.type_args[0] if inst.type.type_args else None
+                if elem is not None and not isinstance(elem, (BitsType, BoolType)):
+                    raise unsupported(f"a register of {elem}", inst.loc)
+                width = scalar_width(elem) if elem is not None else 32
                 obj: object = Register(inst.name, int(args[0]), width)  # type: ignore[arg-type]
                 self.registers[inst.name] = obj  # type: ignore[assignment]
             elif kind == "counter":
@@ -190,7 +193,8 @@ class V1ModelPipeline:
                 if ann is None:
                     continue
                 for index in ann.args:
-                    lists.setdefault(int(index), []).append(f.name)  # type: ignore[call-overload]
+                    # the generated class's attribute name (a field may be a Python keyword)
+                    lists.setdefault(int(index), []).append(py_ident(f.name))  # type: ignore[call-overload]
         return lists
 
     # ---- control plane ------------------------------------------------------------
@@ -306,10 +310,14 @@ class V1ModelPipeline:
         for name, value in preserved.items():
             setattr(meta, name, value)
         sm = f.sm  # type: ignore[attr-defined]
-        sm.ingress_port = port
         sm.instance_type = instance_type
         sm.packet_length = len(data)
-        sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+        if instance_type == NORMAL:
+            # Only a packet received from a port gets these (SimpleSwitch::
+            # receive_); a resubmitted or recirculated one has its metadata
+            # reset (but for the field list), so they read 0.
+            sm.ingress_port = port
+            sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
         self._parse(f, data)
         try:
             self._f_verify(f)
@@ -350,7 +358,7 @@ class V1ModelPipeline:
         if not replicas:
             result.dropped += 1
             return
-        for egress_port, rid in replicas:
+        for egress_port, rid in pre_order(replicas):
             c = self._copy(f, f._ctx)  # type: ignore[attr-defined]
             c.sm.egress_rid = rid  # type: ignore[attr-defined]
             work.append(("out", (egress_port, c)))
@@ -376,11 +384,14 @@ class V1ModelPipeline:
         self._send_clone(session, c, work)
 
     def _send_clone(self, session: CloneSession, c: object, work: list) -> None:
-        many = len(session.replicas) > 1
-        for i, (egress_port, rid) in enumerate(session.replicas):
-            last = i == len(session.replicas) - 1
+        # P4Runtime clone sessions are multicast groups in BMv2 (PI's
+        # PreCloneMgr): PRE order, and every copy gets its replica's instance
+        # as egress_rid (0 for a port-only ``mirroring_add`` session).
+        replicas = pre_order(session.replicas)
+        for i, (egress_port, rid) in enumerate(replicas):
+            last = i == len(replicas) - 1
             copy = c if last else self._copy(c, c._ctx)  # type: ignore[attr-defined]
-            copy.sm.egress_rid = rid if many else 0  # type: ignore[attr-defined]
+            copy.sm.egress_rid = rid  # type: ignore[attr-defined]
             work.append(("out", (egress_port, copy)))
 
     def _egress(self, port: int, f: object, queue: QueueInfo, *, result: ProcessResult,
@@ -393,6 +404,7 @@ class V1ModelPipeline:
         now = self._clock_us()
         ictx: PacketContext = f._ctx  # type: ignore[attr-defined]
         ctx = PacketContext(ictx.length, now, self.rng)
+        ctx.length_reg = ictx.length_reg
         ctx.payload = ictx.payload
         ctx.sm = sm
         ctx.truncate = ictx.truncate
@@ -405,7 +417,7 @@ class V1ModelPipeline:
         sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
         sm.egress_port = port
         sm.egress_spec = (DROP_PORT + 1) & 0x1FF
-        sm.packet_length = ictx.length
+        sm.packet_length = ictx.length_reg & 0xFFFFFFFF
         try:
             self._f_egress(f)
         except ExitBlock:
@@ -431,7 +443,7 @@ class V1ModelPipeline:
         except ExitBlock:
             pass
         data = b"".join(out) + ctx.payload
-        if ctx.truncate:
+        if ctx.truncate is not None:
             data = data[:ctx.truncate]
         if ctx.recirculate is not None:
             preserved = self._keep(f.meta, ctx.recirculate)  # type: ignore[attr-defined]
@@ -445,6 +457,7 @@ class V1ModelPipeline:
         if session is None:
             return
         cctx = PacketContext(ctx.length, ctx.now_us, self.rng)
+        cctx.length_reg = ctx.length_reg
         cctx.payload = ctx.payload
         cctx.truncate = session.truncate_bytes or None
         c = self._frame(cctx)
@@ -453,6 +466,18 @@ class V1ModelPipeline:
             setattr(c.meta, name, value)  # type: ignore[attr-defined]
         c.sm.instance_type = EGRESS_CLONE  # type: ignore[attr-defined]
         self._send_clone(session, c, work)
+
+
+def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Replicas in the order BMv2's PRE emits them: P4Runtime's replicas
+    become one node per instance (rid) with a set of ports, and a node
+    replicates to its ports in ascending order; duplicates collapse. Nodes
+    keep the order their rid first appears (PI keeps them in a hash map: with
+    several rids BMv2's order may differ)."""
+    ports: dict[int, set[int]] = {}
+    for port, rid in replicas:
+        ports.setdefault(rid, set()).add(port)
+    return [(port, rid) for rid, group in ports.items() for port in sorted(group)]
 
 
 def _enum_name(arg: ir.Expr) -> str:

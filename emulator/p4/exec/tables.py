@@ -105,18 +105,23 @@ class ActionProfile:
         for m in member_ids:
             if m not in self.members:
                 raise RuntimeConfigError(f"{self.name}: group {group_id} names unknown member {m}")
-        expanded: list[int] = []
-        for i, m in enumerate(member_ids):
-            expanded.extend([m] * (weights[i] if weights else 1))
+        # BMv2 picks the n-th member of a group in member-handle order, i.e. the
+        # order members were created; PI makes a weight-w member w handles,
+        # the w-1 extra ones created after the others (in member id order).
+        created = {m: i for i, m in enumerate(self.members)}
+        weight = {m: (weights[i] if weights else 1) for i, m in enumerate(member_ids)}
+        expanded = sorted(weight, key=created.__getitem__)
+        for m in sorted(weight):
+            expanded.extend([m] * (weight[m] - 1))
         self.groups[group_id] = expanded
 
     def select(self, group_id: int, selector_parts: Sequence[tuple[int, int]]) -> Entry | None:
         members = self.groups.get(group_id)
         if not members or self.hash_fn is None:
             return None
-        value = self.hash_fn(pack_bits(selector_parts))
-        if self.output_width:
-            value &= (1 << self.output_width) - 1
+        # BMv2 takes the hash as an unsigned int (32 bits) whatever the
+        # selector's declared output width, then ``hash % group size``.
+        value = self.hash_fn(pack_bits(selector_parts)) & 0xFFFFFFFF
         return self.members[members[value % len(members)]]
 
 

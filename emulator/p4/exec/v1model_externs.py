@@ -152,7 +152,9 @@ class V1ModelLowering:
 
     def _f_random(self, gen: Codegen, call: ir.ExternCall) -> str:
         result, lo, hi = call.args
-        value = f"F._ctx.rng.randint({gen.expr(lo)}, max({gen.expr(lo)}, {gen.expr(hi)}))"
+        lo_c, hi_c = gen.expr(lo), gen.expr(hi)
+        # BMv2 leaves the result unwritten when lo > hi.
+        value = f"(F._ctx.rng.randint({lo_c}, {hi_c}) if {lo_c} <= {hi_c} else {gen.expr(result)})"
         return self._out(gen, result, fit(value, result.type))
 
     def _f_digest(self, gen: Codegen, call: ir.ExternCall) -> str:
@@ -181,7 +183,9 @@ class V1ModelLowering:
         return f"F._ctx.recirculate = {gen.expr(call.args[0])}"
 
     def _f_truncate(self, gen: Codegen, call: ir.ExternCall) -> str:
-        return f"F._ctx.truncate = {gen.expr(call.args[0])}"
+        # BMv2's Packet::truncate keeps the smallest length asked for.
+        length = gen.expr(call.args[0])
+        return f"F._ctx.truncate = {length} if F._ctx.truncate is None else min(F._ctx.truncate, {length})"
 
     def _f_assert(self, gen: Codegen, call: ir.ExternCall) -> str:
         return f"p4_assert({gen.expr(call.args[0])}, 'assert')"
@@ -236,7 +240,8 @@ class V1ModelLowering:
 
     def _m_meter_execute_meter(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         index, result = call.args
-        return self._out(gen, result, fit(f"{obj}.execute({gen.expr(index)}, F._ctx)", result.type))
+        return self._out(gen, result, fit(f"{obj}.execute({gen.expr(index)}, F._ctx, "
+                                          f"{unsigned(gen.expr(result), result.type)})", result.type))
 
     def _m_direct_meter_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         (result,) = call.args

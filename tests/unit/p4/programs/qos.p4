@@ -124,10 +124,12 @@ control MyIngress(inout headers hdr, inout metadata meta,
             set_dscp_and_police;
             @defaultonly NoAction;
         }
+        // Const entries match in program order (p4c rejects explicit
+        // priorities on const entries).
         const entries = {
-            priority = 30 : (17, 4791 .. 4791, _)        : set_dscp(DSCP_AF41);    // RoCEv2
-            priority = 20 : (6, 5000 .. 5100, _)         : set_dscp_and_police(DSCP_EF, 1);
-            priority = 10 : (_, _, DSCP_EF &&& 0x3f)     : set_dscp(DSCP_EF);
+            (17, 4791 .. 4791, _)        : set_dscp(DSCP_AF41);    // RoCEv2
+            (6, 5000 .. 5100, _)         : set_dscp_and_police(DSCP_EF, 1);
+            (_, _, DSCP_EF &&& 0x3f)     : set_dscp(DSCP_EF);
         }
         default_action = NoAction();
         counters = classify_counter;
