@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 def _leftovers() -> list[str]:
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     ours = [line.split()[0] for line in netns.splitlines() if line.startswith("afx-")]
-    procs = subprocess.run(["pgrep", "-f", "aifabric-switch"], capture_output=True, text=True).stdout
+    # Switch processes of a FabricNetwork name their ports afx<run>s<i>p<n>.
+    procs = subprocess.run(["pgrep", "-f", "aifabric-switch.*@afx"], capture_output=True,
+                           text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     veths = [line.split(":")[1].strip() for line in links.splitlines()
              if line.split(":")[1].strip().startswith("afx")]
