@@ -33,13 +33,21 @@ ServiceHook = Callable[[grpc.Server, Switch], object]
 
 
 class ControlServer:
-    """A started-on-demand ``grpc.server`` with the services of ``hooks``."""
+    """A started-on-demand ``grpc.server`` with the services of ``hooks``.
+
+    Every open P4Runtime ``StreamChannel`` holds a worker thread for as long
+    as the controller stays connected, so the pool is sized for many
+    controllers (threads start only when needed); beyond ``max_workers``
+    concurrent RPCs a new one fails at once with ``RESOURCE_EXHAUSTED``
+    instead of waiting forever for a worker.
+    """
 
     def __init__(self, switch: Switch, address: str, hooks: Sequence[ServiceHook],
-                 max_workers: int = 4) -> None:
+                 max_workers: int = 64) -> None:
         self.address = address
         self._server = grpc.server(ThreadPoolExecutor(max_workers=max_workers,
-                                                      thread_name_prefix="aifabric-grpc"))
+                                                      thread_name_prefix="aifabric-grpc"),
+                                   maximum_concurrent_rpcs=max_workers)
         self._closers = []
         for hook in hooks:
             added = hook(self._server, switch)
