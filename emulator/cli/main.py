@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "up": "emulator.cli.up",
     "scenario": "emulator.cli.scenario",
     "clean": "emulator.cli.clean",
+    "run": "emulator.cli.run",
 }
 
 

@@ -1,0 +1,46 @@
+"""``aifabric run SCENARIO``: run a scenario end to end (root) and write its
+results: build the fabric, program it, run the traffic for the scenario's
+duration, collect counters and tear down.
+
+Results go to ``--out`` (default ``results/<scenario>-<timestamp>/``):
+``results.json``, ``flows.csv``, ``ports.csv``, the agents' configs and
+stats. Exit status 0, or 1 when an ``expect_check`` fails (or the run was
+interrupted); scenario errors exit 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from emulator.scenario.schema import TARGETS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("run", help="run a scenario and write its results",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario file (scenarios/*.yaml)")
+    p.add_argument("--target", choices=TARGETS, help="switch target instead of the file's")
+    p.add_argument("--out", help="results directory (default results/<name>-<timestamp>/)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from emulator.scenario import load_scenario
+    from emulator.scenario.results import summary
+    from emulator.scenario.runner import default_out_dir, run_scenario
+
+    console = Console()
+    scenario = load_scenario(args.scenario, target_override=args.target)
+    out = Path(args.out) if args.out else default_out_dir(scenario)
+    results = run_scenario(scenario, out, progress=not args.no_progress,
+                           log=lambda msg: console.print(f"[dim]{msg}[/]"))
+    console.print(summary(results))
+    for error in results.get("errors", []):
+        console.print(f"[yellow]note:[/] {error}")
+    console.print(f"results: {out / 'results.json'}")
+    failed = [c for c in results["checks"] if not c["passed"]]
+    return 1 if failed or results["partial"] else 0

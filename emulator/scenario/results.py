@@ -1,0 +1,380 @@
+"""The results of one run, assembled from what the agents and switches
+measured: ``results.json``, ``flows.csv``, ``ports.csv`` and a summary.
+
+Pure functions over plain dicts (no root): :func:`assemble` takes the
+agents' stats snapshots (:mod:`emulator.traffic.agent.stats`), the switches'
+P4 counters (``FabricController.read_counters``, already reduced to the run
+by :func:`counter_delta`) and queue stats (``QueueControlClient.get_port_stats``
+after ``reset_stats``, None for BMv2).
+
+Layout of ``results.json``::
+
+    scenario, target, topology (counts), duration_s, partial, started_unix,
+    flows:    [{id, src, dst, op, op_emulated, size_bytes, start_s, bytes,
+                completed, fct_s, goodput_bps, retransmits, cnp_received,
+                cnp_sent, ce_received, qps}]
+    switches: {switch: {port: {priority: {tx_packets, tx_bytes, rx_packets,
+                drops, ecn_marked, pfc_tx, pfc_rx, paused_s, max_qdepth}},
+               "_port_drops": {port: other drops}}}      (ports as strings)
+    hosts:    {server: {nics: {intf: {tx_packets, tx_bytes, rx_packets,
+                rx_bytes, pfc_rx, paused_s}}, paused_s, cnp_sent,
+                cnp_received, retransmits}}
+    totals:   {flows, flows_completed, flows_incomplete, bytes, drops,
+               ecn_marked, cnp_sent, cnp_received, pfc_tx, pfc_rx, paused_s,
+               switch_paused_s, host_paused_s, retransmits, spine_bytes,
+               max_fct_s}
+    checks:   [{metric, op, value, description, passed, found}]
+
+Definitions: a flow's ``bytes`` are the payload bytes acknowledged to its
+sender (``bytes_acked`` of its requester QPs); it is ``completed`` when
+every message posted for it finished ``ok`` and (sized flows) ``bytes ==
+size_bytes``. ``fct_s`` = last ack − first transmission over its QPs (None
+if not completed); ``goodput_bps`` = bytes × 8 / fct_s when completed, else
+bytes × 8 / (end of the run − first transmission, or its scheduled start
+when none of its messages finished) (0 if it never sent).
+Per (port, priority) ``pfc_rx`` = PFC frames naming the priority received on
+the port (the larger of the P4 counter and the queue statistics: the built-in
+target honours pause frames below P4); ``drops`` = P4 drops (ingress) + tail drops of that
+egress queue; drops a port counts without a priority (bad priority, tx
+errors, truncation, executor errors) are in ``_port_drops``. ``spine_bytes``
+= bytes transmitted on every port of the switches above tier 1.
+
+Invariants (:func:`check_invariants`, tested):
+
+- per flow: ``0 ≤ bytes ≤ size_bytes`` (sized), ``completed`` ⇒ ``bytes ==
+  size_bytes`` and ``fct_s > 0`` and ``goodput_bps > 0``;
+- ``totals.drops`` = Σ per-queue drops + Σ ``_port_drops``;
+- ``totals.ecn_marked``, ``pfc_tx``, ``pfc_rx``, ``switch_paused_s`` = the
+  sums over switches' queues; ``totals.retransmits`` = Σ flows'
+  retransmits; ``totals.cnp_received`` = Σ flows' ``cnp_received``;
+  ``totals.cnp_sent`` = Σ hosts' ``cnp_sent``;
+  ``paused_s`` = ``switch_paused_s`` + ``host_paused_s``;
+- ``flows_completed + flows_incomplete == flows``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from emulator.scenario.agents import QpPlan
+from emulator.scenario.spec import FlowSpec, Scenario
+
+PORT_OTHER_DROPS = ("no_program", "pipeline_error", "bad_priority", "tx_error", "truncated")
+COUNTER_KEYS = ("rx", "drop", "pfc_rx", "tx", "ecn", "pfc_tx")
+QUEUE_FIELDS = ("tx_packets", "tx_bytes", "rx_packets", "drops", "ecn_marked", "pfc_tx",
+                "pfc_rx", "paused_s", "max_qdepth")
+
+
+class ResultsInvariantError(AssertionError):
+    """An assembled results dict breaks one of the documented sums."""
+
+
+# -- switches --------------------------------------------------------------------------
+
+def counter_delta(after: Mapping[int, Mapping[int, Mapping[str, int]]],
+                  before: Mapping[int, Mapping[int, Mapping[str, int]]] | None
+                  ) -> dict[int, dict[int, dict[str, int]]]:
+    """``read_counters`` after − before, slot by slot (P4 counters cannot be
+    reset over P4Runtime, so the runner reads them before traffic starts)."""
+    before = before or {}
+    out: dict[int, dict[int, dict[str, int]]] = {}
+    for port, prios in after.items():
+        for prio, values in prios.items():
+            base = before.get(port, {}).get(prio, {})
+            out.setdefault(port, {})[prio] = {k: v - base.get(k, 0) for k, v in values.items()}
+    return out
+
+
+def switch_results(counters: Mapping[int, Mapping[int, Mapping[str, int]]],
+                   queue_stats: Mapping[str, Any] | None) -> dict[str, Any]:
+    """port → priority → the :data:`QUEUE_FIELDS` of one switch (ports and
+    priorities as strings; only slots with any traffic), and ``_port_drops``."""
+    queues: dict[tuple[int, int], dict[str, Any]] = {}
+    port_rows = {row["port"]: row for row in (queue_stats or {}).get("ports", [])}
+    for port, prios in counters.items():
+        for prio, c in prios.items():
+            queues[(port, prio)] = {
+                "tx_packets": c.get("tx_packets", 0), "tx_bytes": c.get("tx_bytes", 0),
+                "rx_packets": c.get("rx_packets", 0), "drops": c.get("drop_packets", 0),
+                "ecn_marked": c.get("ecn_packets", 0), "pfc_tx": c.get("pfc_tx_packets", 0),
+                "pfc_rx": c.get("pfc_rx_packets", 0), "paused_s": None, "max_qdepth": None}
+    port_drops: dict[str, int] = {}
+    for port, row in port_rows.items():
+        other = sum(row.get("drops", {}).get(k, 0) for k in PORT_OTHER_DROPS)
+        if other:
+            port_drops[str(port)] = other
+        for q in row.get("queues", []):
+            prio = q["priority"]
+            busy = (q.get("tx_packets") or q.get("tail_dropped") or q.get("paused_s")
+                    or q.get("max_depth_packets"))
+            if (port, prio) not in queues and not busy:
+                continue
+            slot = queues.setdefault((port, prio), {
+                "tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "drops": 0, "ecn_marked": 0,
+                "pfc_tx": 0, "pfc_rx": 0})
+            slot["drops"] += q.get("tail_dropped", 0)
+            # PFC frames are honoured below P4 on the built-in target: P4 never counts them
+            slot["pfc_rx"] = max(slot["pfc_rx"], q.get("pfc_rx", 0))
+            slot["paused_s"] = round(float(q.get("paused_s", 0.0)), 6)
+            slot["max_qdepth"] = {"packets": q.get("max_depth_packets", 0),
+                                  "bytes": q.get("max_depth_bytes", 0)}
+    out: dict[str, Any] = {}
+    for (port, prio), slot in sorted(queues.items()):
+        out.setdefault(str(port), {})[str(prio)] = slot
+    out["_port_drops"] = port_drops
+    return out
+
+
+def _queue_slots(switches: Mapping[str, Any]) -> Iterable[tuple[str, str, str, dict[str, Any]]]:
+    for name, ports in switches.items():
+        for port, prios in ports.items():
+            if port.startswith("_"):
+                continue
+            for prio, slot in prios.items():
+                yield name, port, prio, slot
+
+
+# -- flows -----------------------------------------------------------------------------
+
+def _qp_of(snapshot: Mapping[str, Any] | None, qpn: int) -> dict[str, Any] | None:
+    for qp in (snapshot or {}).get("qps", []):
+        if qp["qpn"] == qpn:
+            return qp
+    return None
+
+
+def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
+                 stats: Mapping[str, Mapping[str, Any] | None], end_unix: float,
+                 start_unix: float | None = None) -> list[dict[str, Any]]:
+    """One row per flow (see the module docstring for the definitions)."""
+    by_flow: dict[str, list[QpPlan]] = {}
+    for qp in qps:
+        by_flow.setdefault(qp.flow, []).append(qp)
+    rows = []
+    for flow in flows:
+        plans = by_flow.get(flow.id, [])
+        sent_bytes = retrans = cnp_rx = cnp_tx = ce_rx = 0
+        first_tx: list[float] = []
+        acked: list[float] = []
+        all_ok = bool(plans)
+        for plan in plans:
+            req = _qp_of(stats.get(plan.src_server), plan.qpn)
+            resp = _qp_of(stats.get(plan.dst_server), plan.qpn)
+            if req is None:
+                all_ok = False
+            else:
+                c = req["counters"]
+                sent_bytes += c["bytes_acked"]
+                retrans += c["retransmit_packets"]
+                cnp_rx += c["cnps_rx"]
+                if req.get("messages_outstanding") or c["messages_failed"] \
+                        or c["messages_completed"] == 0 and plan.size_bytes != 0:
+                    all_ok = False
+            if resp is not None:
+                cnp_tx += resp["counters"]["cnps_sent"]
+                ce_rx += resp["counters"]["ce_packets_rx"]
+            records = [r for r in (stats.get(plan.src_server) or {}).get("messages", {})
+                       .get("sent", []) if r["qpn"] == plan.qpn]
+            first_tx += [r["first_tx_at"] for r in records if r.get("first_tx_at") is not None]
+            acked += [r["acked_at"] for r in records if r.get("acked_at") is not None]
+            if any(r["status"] != "ok" for r in records):
+                all_ok = False
+        # an unlimited flow never completes; a sized one when all its bytes are acked
+        completed = (all_ok and flow.size_bytes is not None and sent_bytes == flow.size_bytes
+                     and bool(acked))
+        start = min(first_tx) if first_tx else None
+        fct = (max(acked) - start) if completed and start is not None else None
+        if start is None and start_unix is not None and sent_bytes:
+            start = start_unix + flow.start_ns / 1e9  # no message finished: its scheduled start
+        if completed and fct is not None and fct > 0:
+            goodput = sent_bytes * 8 / fct
+        elif start is not None and end_unix > start:
+            goodput = sent_bytes * 8 / (end_unix - start)
+        else:
+            goodput = 0.0
+        rows.append({
+            "id": flow.id, "src": flow.src, "dst": flow.dst, "op": flow.op,
+            "op_emulated": "write" if flow.op == "read" else flow.op,
+            "size_bytes": flow.size_bytes, "start_s": flow.start_ns / 1e9,
+            "bytes": sent_bytes, "completed": bool(completed),
+            "fct_s": None if fct is None else round(fct, 6),
+            "goodput_bps": round(goodput, 1), "retransmits": retrans,
+            "cnp_received": cnp_rx, "cnp_sent": cnp_tx, "ce_received": ce_rx,
+            "qps": [p.qpn for p in plans]})
+    return rows
+
+
+def host_results(stats: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for server, snap in sorted(stats.items()):
+        if snap is None:
+            out[server] = {"nics": {}, "paused_s": 0.0, "cnp_sent": 0, "cnp_received": 0,
+                           "retransmits": 0, "missing_stats": True}
+            continue
+        nics = {}
+        for nic in snap.get("nics", []):
+            c = nic["counters"]
+            nics[nic["name"]] = {"tx_packets": c["tx_packets"], "tx_bytes": c["tx_bytes"],
+                                 "rx_packets": c["rx_packets"], "rx_bytes": c["rx_bytes"],
+                                 "pfc_rx": c["pfc_rx"],
+                                 "paused_s": round(sum(nic.get("paused_s", [])), 6)}
+        qps = [q["counters"] for q in snap.get("qps", [])]
+        out[server] = {"nics": nics,
+                       "paused_s": round(sum(n["paused_s"] for n in nics.values()), 6),
+                       "cnp_sent": sum(q["cnps_sent"] for q in qps),
+                       "cnp_received": sum(q["cnps_rx"] for q in qps),
+                       "retransmits": sum(q["retransmit_packets"] for q in qps)}
+    return out
+
+
+# -- the whole -------------------------------------------------------------------------
+
+def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
+             qps: Sequence[QpPlan], agent_stats: Mapping[str, Mapping[str, Any] | None],
+             switch_counters: Mapping[str, Mapping[int, Mapping[int, Mapping[str, int]]]],
+             queue_stats: Mapping[str, Mapping[str, Any] | None], *,
+             start_unix: float, end_unix: float, partial: bool = False,
+             extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """results.json as a dict (checks evaluated last, on everything else)."""
+    from emulator.topology.model import counts
+
+    topo = scenario.topology
+    flow_rows = flow_results(flows, qps, agent_stats, end_unix, start_unix)
+    switches = {name: switch_results(switch_counters.get(name, {}), queue_stats.get(name))
+                for name in sorted(switch_counters)}
+    hosts = host_results(agent_stats)
+    slots = [s for _, _, _, s in _queue_slots(switches)]
+    upper = {s.name for s in topo.switches if s.tier >= 2}
+    switch_paused = round(sum(s["paused_s"] or 0.0 for s in slots), 6)
+    host_paused = round(sum(h["paused_s"] for h in hosts.values()), 6)
+    completed = sum(f["completed"] for f in flow_rows)
+    fcts = [f["fct_s"] for f in flow_rows if f["fct_s"] is not None]
+    totals = {
+        "flows": len(flow_rows), "flows_completed": completed,
+        "flows_incomplete": len(flow_rows) - completed,
+        "bytes": sum(f["bytes"] for f in flow_rows),
+        "drops": sum(s["drops"] for s in slots)
+        + sum(sum(sw["_port_drops"].values()) for sw in switches.values()),
+        "ecn_marked": sum(s["ecn_marked"] for s in slots),
+        "cnp_sent": sum(h["cnp_sent"] for h in hosts.values()),
+        "cnp_received": sum(f["cnp_received"] for f in flow_rows),
+        "pfc_tx": sum(s["pfc_tx"] for s in slots),
+        "pfc_rx": sum(s["pfc_rx"] for s in slots),
+        "paused_s": round(switch_paused + host_paused, 6),
+        "switch_paused_s": switch_paused, "host_paused_s": host_paused,
+        "retransmits": sum(f["retransmits"] for f in flow_rows),
+        "spine_bytes": sum(s["tx_bytes"] for name, _, _, s in _queue_slots(switches)
+                           if name in upper),
+        "max_fct_s": max(fcts) if fcts else None,
+    }
+    results: dict[str, Any] = {
+        "scenario": scenario.name, "target": target, "topology": counts(topo),
+        "duration_s": round(max(0.0, end_unix - start_unix), 6),
+        "scheduled_duration_s": scenario.duration_s, "partial": partial,
+        "started_unix": start_unix, "flows": flow_rows, "switches": switches,
+        "hosts": hosts, "totals": totals, **(extra or {})}
+    results["checks"] = evaluate_checks(scenario, results)
+    return results
+
+
+def evaluate_checks(scenario: Scenario, results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for check in scenario.expect_checks:
+        passed, found = check.evaluate(results)
+        out.append({**check.to_dict(), "passed": passed,
+                    "found": found if isinstance(found, (int, float, str, bool, type(None)))
+                    else repr(found)})
+    return out
+
+
+def check_invariants(results: Mapping[str, Any]) -> None:
+    """Raise :class:`ResultsInvariantError` naming the first broken rule."""
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise ResultsInvariantError(what)
+
+    for f in results["flows"]:
+        need(f["bytes"] >= 0, f"flow {f['id']}: bytes < 0")
+        if f["size_bytes"] is not None:
+            need(f["bytes"] <= f["size_bytes"], f"flow {f['id']}: bytes > size")
+        if f["completed"]:
+            need(f["bytes"] == f["size_bytes"], f"flow {f['id']}: completed but bytes != size")
+            need(f["fct_s"] is not None and f["fct_s"] > 0, f"flow {f['id']}: completed, no fct")
+            need(f["goodput_bps"] > 0, f"flow {f['id']}: completed, goodput 0")
+    t = results["totals"]
+    slots = [s for _, _, _, s in _queue_slots(results["switches"])]
+    port_drops = sum(sum(sw.get("_port_drops", {}).values())
+                     for sw in results["switches"].values())
+    need(t["drops"] == sum(s["drops"] for s in slots) + port_drops, "totals.drops != sum")
+    for key in ("ecn_marked", "pfc_tx", "pfc_rx"):
+        need(t[key] == sum(s[key] for s in slots), f"totals.{key} != sum")
+    need(math.isclose(t["switch_paused_s"], sum(s["paused_s"] or 0 for s in slots),
+                      abs_tol=1e-5), "totals.switch_paused_s != sum")
+    need(math.isclose(t["paused_s"], t["switch_paused_s"] + t["host_paused_s"], abs_tol=1e-5),
+         "totals.paused_s != switch + host")
+    need(t["retransmits"] == sum(f["retransmits"] for f in results["flows"]),
+         "totals.retransmits != sum")
+    need(t["cnp_received"] == sum(f["cnp_received"] for f in results["flows"]),
+         "totals.cnp_received != sum")
+    need(t["cnp_sent"] == sum(h["cnp_sent"] for h in results["hosts"].values()),
+         "totals.cnp_sent != sum")
+    need(t["flows_completed"] + t["flows_incomplete"] == t["flows"] == len(results["flows"]),
+         "flow counts")
+
+
+# -- files -----------------------------------------------------------------------------
+
+FLOW_COLUMNS = ("id", "src", "dst", "op", "size_bytes", "start_s", "bytes", "completed",
+                "fct_s", "goodput_bps", "retransmits", "cnp_received", "cnp_sent")
+PORT_COLUMNS = ("switch", "port", "priority") + QUEUE_FIELDS
+
+
+def write_csvs(results: Mapping[str, Any], out_dir: Path) -> None:
+    with open(out_dir / "flows.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(FLOW_COLUMNS)
+        for row in results["flows"]:
+            w.writerow(["" if row[c] is None else row[c] for c in FLOW_COLUMNS])
+    with open(out_dir / "ports.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PORT_COLUMNS)
+        for name, port, prio, slot in _queue_slots(results["switches"]):
+            depth = slot["max_qdepth"]
+            values = {**slot, "max_qdepth": "" if depth is None else depth["packets"],
+                      "paused_s": "" if slot["paused_s"] is None else slot["paused_s"]}
+            w.writerow([name, port, prio] + [values[c] for c in QUEUE_FIELDS])
+
+
+def summary(results: Mapping[str, Any]) -> Any:
+    """A rich renderable: flows, totals and checks."""
+    from rich.console import Group
+    from rich.table import Table
+
+    flows = Table(title=f"{results['scenario']} ({results['target']}, "
+                        f"{results['duration_s']:.2f} s{', PARTIAL' if results['partial'] else ''})")
+    for col in ("flow", "src → dst", "bytes", "done", "FCT ms", "goodput Mb/s", "retx", "CNPs"):
+        flows.add_column(col, justify="right" if col not in ("flow", "src → dst") else "left")
+    for f in results["flows"]:
+        flows.add_row(f["id"], f"{f['src']} → {f['dst']}", f"{f['bytes']:,}",
+                      "yes" if f["completed"] else "[red]no[/]",
+                      "" if f["fct_s"] is None else f"{f['fct_s'] * 1e3:.1f}",
+                      f"{f['goodput_bps'] / 1e6:.2f}", str(f["retransmits"]),
+                      str(f["cnp_received"]))
+    t = results["totals"]
+    totals = Table(title="totals", show_header=False)
+    for key in ("drops", "ecn_marked", "cnp_sent", "pfc_tx", "pfc_rx", "paused_s",
+                "retransmits", "spine_bytes"):
+        totals.add_row(key, str(t[key]))
+    parts: list[Any] = [flows, totals]
+    if results["checks"]:
+        checks = Table(title="checks")
+        for col in ("check", "found", "result"):
+            checks.add_column(col)
+        for c in results["checks"]:
+            checks.add_row(f"{c['metric']} {c['op']} {c['value']!r}", repr(c["found"]),
+                           "[green]pass[/]" if c["passed"] else "[red]FAIL[/]")
+        parts.append(checks)
+    return Group(*parts)

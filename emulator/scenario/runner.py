@@ -1,0 +1,331 @@
+"""Run a scenario end to end: build → program → drive → collect → teardown.
+
+:func:`run_scenario` (root):
+
+1. expands the workload, plans the queue pairs and refuses what is not
+   supported yet (:func:`emulator.scenario.agents.check_supported`,
+   :func:`check_runnable`);
+2. brings the fabric up and programs it (:class:`FabricSession` with
+   :func:`to_fabric_settings` and the scenario's buffer; per-port buffer
+   overrides are applied afterwards over QueueControl, built-in target);
+3. reads every switch's P4 counters as a baseline (they cannot be reset over
+   P4Runtime) and resets the built-in switches' queue statistics;
+4. starts one NIC agent per server that sends or receives, inside its
+   namespace, with a common ``start_at_unix`` a little in the future
+   (:data:`START_MARGIN_S` + :data:`START_PER_AGENT_S` per agent), and
+   waits for every ``ready``;
+5. runs until ``start_at_unix + duration``: every :data:`TICK_S` it applies
+   due events (``stop_flow``; ``link_down``/``link_up`` set the switch-side
+   interfaces of the link down/up in the root namespace: no failure
+   detection or re-routing, so ECMP keeps hashing onto a down link, as a
+   fabric does before its routing converges), feeds fed flows
+   (:class:`~emulator.scenario.agents.Feeder`) and, every
+   :data:`STATS_EVERY_S`, polls the agents' stats for the progress bar;
+6. stops the agents (SIGTERM; they write their stats), reads the switches'
+   counters and queue stats, tears the fabric down (always), and writes
+   ``results.json``, ``flows.csv``, ``ports.csv`` into ``out_dir`` (the
+   agents' configs, stats and stderr under ``out_dir/agents``).
+
+Ctrl-C during the run stops the traffic early: what was measured is kept
+and the results say ``partial: true``. Agents run in their own session so a
+terminal's Ctrl-C reaches the runner only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Callable
+
+from emulator.scenario.agents import (
+    AgentProcess,
+    Feeder,
+    build_agent_configs,
+    check_supported,
+    plan_qps,
+    wait_ready,
+)
+from emulator.scenario.errors import ScenarioError
+from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
+from emulator.scenario.results import assemble, check_invariants, counter_delta, write_csvs
+from emulator.scenario.spec import EventSpec, Scenario
+from emulator.scenario.workload import expand_workload
+
+TICK_S = 0.05
+STATS_EVERY_S = 0.5
+START_MARGIN_S = 1.5
+START_PER_AGENT_S = 0.25
+READY_TIMEOUT_S = 60.0
+SAFETY_S = 30.0
+
+
+def check_runnable(scenario: Scenario) -> None:
+    """Refuse settings the runner cannot apply yet."""
+    for override in scenario.switches.overrides:
+        if override.ecn or override.pfc:
+            raise ScenarioError(
+                f"{scenario.source}: switches.overrides ({override.switch}"
+                f"{'' if override.port is None else f':{override.port}'}): per-switch or per-port "
+                "ECN/PFC overrides are not supported by the runner yet (buffer overrides are)")
+    if scenario.capture.points:
+        raise ScenarioError(f"{scenario.source}: capture is not supported by the runner yet")
+
+
+def link_interfaces(scenario: Scenario, switch_ifaces: dict[str, dict[int, str]],
+                    link: tuple[str, str]) -> list[str]:
+    """Root-namespace interfaces of the switch ends of ``link``."""
+    a, b = link
+    out = []
+    for lk in scenario.topology.links:
+        ends = {lk.node_a, lk.node_b} | ({lk.gpu} if lk.gpu else set())
+        if a in ends and b in ends:
+            for node, port in ((lk.node_a, lk.port_a), (lk.node_b, lk.port_b)):
+                if node in switch_ifaces and port in switch_ifaces[node]:
+                    out.append(switch_ifaces[node][port])
+            return out
+    raise ScenarioError(f"{scenario.source}: no link between {a} and {b}")
+
+
+def default_out_dir(scenario: Scenario, root: Path = Path("results")) -> Path:
+    return root / f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = None, *,
+                 progress: bool = True, log: Callable[[str], None] | None = None
+                 ) -> dict[str, Any]:
+    """Run ``scenario``; returns the results (also written to ``out_dir``)."""
+    target = target or scenario.target
+    out = Path(out_dir)
+    say = log or (lambda _msg: None)
+    flows = expand_workload(scenario)
+    check_supported(scenario, flows)
+    check_runnable(scenario)
+    qps = plan_qps(scenario, flows)
+    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps})
+    out.mkdir(parents=True, exist_ok=True)
+    agent_dir = out / "agents"
+    agent_dir.mkdir(exist_ok=True)
+    (out / "scenario.json").write_text(json.dumps(
+        {**scenario.to_dict(), "flows": [f.to_dict() for f in flows]}, indent=1, default=str))
+
+    from emulator.scenario.session import FabricSession
+
+    partial = False
+    errors: list[str] = []
+    agent_stats: dict[str, dict[str, Any] | None] = {s: None for s in servers}
+    counters: dict[str, Any] = {}
+    queue_stats: dict[str, Any] = {}
+    start_unix = end_unix = time.time()
+    timings: dict[str, float] = {}
+    events_done: list[dict[str, Any]] = []
+    sockdir = Path(tempfile.mkdtemp(prefix="aifabric-run-"))
+    clock = time.perf_counter()
+    try:
+        with ExitStack() as stack:
+            say(f"bringing up {scenario.topology.name} ({target})")
+            session = stack.enter_context(FabricSession(
+                scenario.topology, target=target, settings=to_fabric_settings(scenario),
+                workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes))
+            timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
+            net, ctl = session.network, session.controller
+            assert net is not None and ctl is not None
+            addresses = net.switch_addresses()
+            qclients: dict[str, Any] = {}
+            if target == "builtin":
+                from emulator.targets.builtin.queue_control import QueueControlClient
+                for name, addr in addresses.items():
+                    qclients[name] = stack.enter_context(QueueControlClient(addr))
+                _apply_buffer_overrides(scenario, qclients)
+            def read_counters(name: str) -> dict[int, dict[int, dict[str, int]]]:
+                return port_counters(ctl, name, [p.number for p in
+                                                 scenario.topology.switch(name).ports])
+            baseline = _read_all(read_counters, addresses)
+            for client in qclients.values():
+                client.reset_stats()
+            timings["baseline_s"] = round(time.perf_counter() - clock, 3)
+            # agents
+            start_unix = time.time() + START_MARGIN_S + START_PER_AGENT_S * len(servers)
+            configs = build_agent_configs(scenario, flows, start_unix, qps)
+            safety = start_unix - time.time() + scenario.duration_s + SAFETY_S
+            agents: dict[str, AgentProcess] = {}
+
+            def stop_agents() -> None:
+                for server, proc in agents.items():
+                    stats = proc.stop()
+                    if stats is None:
+                        errors.append(f"agent {server}: no stats ({proc.stderr_tail()})")
+                    agent_stats[server] = stats
+                agents.clear()
+            stack.callback(stop_agents)
+            for server in servers:
+                ns = net.netns_name(server)
+                if ns is None:
+                    raise ScenarioError(f"no namespace for server {server}")
+                agents[server] = AgentProcess(server, ns, configs[server], agent_dir, sockdir,
+                                              safety)
+            say(f"starting {len(agents)} agents")
+            wait_ready(list(agents.values()), READY_TIMEOUT_S)
+            timings["agents_ready_s"] = round(time.perf_counter() - clock, 3)
+            if time.time() > start_unix:
+                errors.append(f"agents were ready {time.time() - start_unix:.2f} s after the "
+                              "common start: the first flows started late")
+            try:
+                _drive(scenario, qps, flows, agents, sockdir, start_unix, net, events_done,
+                       progress)
+            except KeyboardInterrupt:
+                partial = True
+                errors.append("interrupted (Ctrl-C): results are partial")
+            end_unix = min(time.time(), start_unix + scenario.duration_s)
+            if time.time() < start_unix:
+                end_unix = start_unix
+            timings["traffic_end_s"] = round(time.perf_counter() - clock, 3)
+            stop_agents()
+            timings["agents_stopped_s"] = round(time.perf_counter() - clock, 3)
+            after = _read_all(read_counters, addresses, errors)
+            for name, value in after.items():
+                counters[name] = counter_delta(value, baseline[name])
+            if len(after) < len(addresses):
+                partial = True  # keep what was measured
+            queue_stats.update(_read_all(lambda n: qclients[n].get_port_stats(), qclients,
+                                         errors))
+            timings["collected_s"] = round(time.perf_counter() - clock, 3)
+    except KeyboardInterrupt:
+        partial = True
+        errors.append("interrupted (Ctrl-C) before the traffic ran: results are partial")
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
+    timings["total_s"] = round(time.perf_counter() - clock, 3)
+    results = assemble(scenario, target, flows, qps, agent_stats, counters, queue_stats,
+                       start_unix=start_unix, end_unix=end_unix, partial=partial,
+                       extra={"events": events_done, "errors": errors, "timings": timings})
+    check_invariants(results)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_csvs(results, out)
+    return results
+
+
+def port_counters(ctl: Any, switch: str, ports: list[int]) -> dict[int, dict[int, dict[str, int]]]:
+    """``FabricController.read_counters`` (same layout), but reading only the
+    cells of ``ports`` in one request: a whole counter is thousands of cells,
+    slow to encode in pure-Python protobuf."""
+    from emulator.control.controller import COUNTERS, PRIORITIES
+
+    entities = []
+    for name in COUNTERS.values():
+        for port in ports:
+            for prio in range(PRIORITIES):
+                entity = ctl.encoder.counter_read(name)
+                entity.counter_entry.index.index = port * PRIORITIES + prio
+                entities.append(entity)
+    keys = {ctl.encoder.counter_read(name).counter_entry.counter_id: key
+            for key, name in COUNTERS.items()}
+    out: dict[int, dict[int, dict[str, int]]] = {}
+    for entity in ctl.clients[switch].read(entities):
+        ce = entity.counter_entry
+        if not (ce.data.packet_count or ce.data.byte_count):
+            continue
+        key = keys[ce.counter_id]
+        port, prio = divmod(ce.index.index, PRIORITIES)
+        slot = out.setdefault(port, {}).setdefault(prio, {})
+        slot[f"{key}_packets"] = ce.data.packet_count
+        if ce.data.byte_count:
+            slot[f"{key}_bytes"] = ce.data.byte_count
+    return out
+
+
+def _read_all(read: Callable[[str], Any], switches: Any,
+              errors: list[str] | None = None) -> dict[str, Any]:
+    """``read(switch)`` for every switch, in parallel (each switch is its own
+    process and server); failures go to ``errors`` (raised when None)."""
+    names = list(switches)
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        futures = {name: pool.submit(read, name) for name in names}
+    out = {}
+    for name, future in futures.items():
+        try:
+            out[name] = future.result()
+        except Exception as exc:
+            if errors is None:
+                raise
+            errors.append(f"switch {name}: not read: {exc}")
+    return out
+
+
+def _apply_buffer_overrides(scenario: Scenario, qclients: dict[str, Any]) -> None:
+    for switch in scenario.topology.switches:
+        for port in switch.ports:
+            size = buffer_bytes(scenario, switch.name, port.number)
+            if size != scenario.switches.buffer_bytes and switch.name in qclients:
+                qclients[switch.name].set_port_config(port.number, buffer_bytes=size)
+
+
+def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
+           sockdir: Path, start_unix: float, net: Any, events_done: list[dict[str, Any]],
+           show_progress: bool) -> None:
+    """The run itself: events, feeding, progress, until the duration is up."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from emulator.traffic.agent.control import AgentClient
+
+    ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
+    feeder = Feeder(scenario, qps, ops)
+    pending: list[EventSpec] = list(scenario.events)
+    switch_ifaces = net.switch_interfaces()
+    sized = sum(q.size_bytes or 0 for q in qps)
+    end = start_unix + scenario.duration_s
+    clients = {s: AgentClient.wait(a.control, timeout_s=10.0) for s, a in agents.items()}
+    next_stats = 0.0
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+                      TextColumn("{task.fields[clock]}"), TimeRemainingColumn(),
+                      disable=not show_progress, transient=False) as bar:
+            task = bar.add_task(scenario.name, total=sized or None, clock="")
+            while True:
+                now = time.time()
+                if now >= end:
+                    break
+                t = now - start_unix
+                while pending and pending[0].at_ns / 1e9 <= t:
+                    event = pending.pop(0)
+                    events_done.append(_apply_event(scenario, event, feeder, switch_ifaces, t))
+                status = {}
+                if feeder.states and t >= 0:
+                    status = {s: c.status() for s, c in clients.items()}
+                    for server, qpn, size, op in feeder.tick(t, status):
+                        clients[server].post(qpn, size, op)
+                if now >= next_stats:
+                    next_stats = now + STATS_EVERY_S
+                    done = 0
+                    for c in clients.values():
+                        snap = c.stats()
+                        done += sum(q["counters"]["bytes_acked"] for q in snap["qps"])
+                    clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
+                        else f"start in {-t:.1f} s"
+                    bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
+                time.sleep(min(TICK_S, max(0.0, end - time.time())))
+    finally:
+        for c in clients.values():
+            c.close()
+
+
+def _apply_event(scenario: Scenario, event: EventSpec, feeder: Feeder,
+                 switch_ifaces: dict[str, dict[int, str]], t: float) -> dict[str, Any]:
+    record: dict[str, Any] = {**event.to_dict(), "applied_at_s": round(t, 4)}
+    if event.kind == "stop_flow":
+        assert event.flow is not None
+        feeder.stop_flow(event.flow)
+    elif event.kind in ("link_down", "link_up"):
+        assert event.link is not None
+        state = "down" if event.kind == "link_down" else "up"
+        ifaces = link_interfaces(scenario, switch_ifaces, event.link)
+        for iface in ifaces:
+            subprocess.run(["ip", "link", "set", "dev", iface, state], check=True,
+                           capture_output=True, timeout=10)
+        record["interfaces"] = ifaces
+    return record
