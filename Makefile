@@ -11,13 +11,14 @@ PYTEST_ARGS ?=
 setup:
 	@bash scripts/setup.sh
 
-# The main job: describe and draw the quickstart fabric, then bring it up
-# on TARGET (builtin or bmv2), program it and check every GPU pair.
+# The main job: describe and draw the quickstart fabric, then run the
+# quickstart scenario on TARGET (builtin or bmv2): bring the fabric up,
+# program it, drive RoCEv2 flows, print the summary, write results.
 run: setup
 	$(BIN)/aifabric topo show topologies/quickstart.yaml
 	@mkdir -p $(OUT)
 	$(BIN)/aifabric topo draw topologies/quickstart.yaml -o $(OUT)/quickstart-topology.png
-	$(BIN)/aifabric up topologies/quickstart.yaml --target $(TARGET) --check
+	$(BIN)/aifabric run scenarios/quickstart.yaml --target $(TARGET) --out $(OUT)/quickstart
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
