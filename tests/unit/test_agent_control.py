@@ -165,4 +165,7 @@ def test_line_rate_holds_in_real_time(running, tmp_path):
         rec = client.completions()[0][0]
         wire = client.stats()["qps"][0]["counters"]["bytes_sent"]
     rate = wire * 8 / rec["fct_s"]
-    assert 0.8 * raw_rate < rate < 1.02 * raw_rate
+    # The FCT window starts at the first packet's send, so it misses one
+    # packet time, and a descheduled loop catches up by up to max_lag_us:
+    # on a loaded machine the figure can read a few per cent high.
+    assert 0.8 * raw_rate < rate < 1.05 * raw_rate
