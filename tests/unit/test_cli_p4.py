@@ -49,3 +49,39 @@ def test_bad_entries_file_is_one_line(tmp_path, capsys):
     assert main(["p4", "run", str(PROGRAM), "--entries", str(entries), "--packet", "1:00"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "unknown table 'MyIngress.nope'" in err
+
+
+ANONYMOUS_SELECTOR = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<32> a; bit<32> b; }
+struct hs { h_t h; }
+struct m_t { }
+parser P(packet_in p, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.h); transition accept; } }
+control VC(inout hs hdr, inout m_t m) { apply {} }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    table t {
+        key = { hdr.h.a: exact; hdr.h.b: selector; }
+        actions = { fwd; }
+        implementation = action_selector(HashAlgorithm.crc16, 32w64, 32w14);
+    }
+    apply { t.apply(); }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply {} }
+control CC(inout hs hdr, inout m_t m) { apply {} }
+control D(packet_out p, in hs hdr) { apply { p.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_anonymous_selector_runs_but_has_no_p4info(tmp_path, capsys):
+    # As with p4c: the program is valid, only P4Info generation refuses it.
+    source = tmp_path / "anon.p4"
+    source.write_text(ANONYMOUS_SELECTOR)
+    assert main(["p4", "run", str(source), "--packet", "1:0000000100000002"]) == 0
+    capsys.readouterr()
+    assert main(["p4", "compile", str(source), "-o", str(tmp_path / "anon.json")]) == 1
+    err = capsys.readouterr().err
+    assert "has no @name annotation" in err and "Traceback" not in err

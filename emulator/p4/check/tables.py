@@ -280,12 +280,20 @@ class TableChecker:
         if isinstance(value, ast.ConstructorCallExpr):
             name = annotation_string(prop.annotations, "name")
             if name is None:
-                raise d.error(prop.loc, f"an extern built in table property {prop.name} needs a @name annotation (p4c's P4Runtime generation rejects anonymous ones)")
-            inst = self.c.blocks.extern_instance(value.type, value.args, prop.annotations,
-                                                 name.lstrip("."), name.lstrip("."), scope, value.loc)
-            instances.append(inst)
-            return inst
+                # p4c accepts it and fails only when writing P4Info, so we run
+                # it and leave the refusal to P4Info generation: an empty
+                # local name marks the instance as anonymous.
+                anonymous = f"{prop.name}@{prop.loc.line}:{prop.loc.col}" if prop.loc else prop.name
+                return self._in_place(value, prop, scope, instances, anonymous, "")
+            return self._in_place(value, prop, scope, instances, name.lstrip("."), name.lstrip("."))
         raise d.error(prop.loc, f"property {prop.name} needs an extern instance")
+
+    def _in_place(self, value: ast.ConstructorCallExpr, prop: ast.ExpressionProperty, scope: Scope,
+                  instances: list[ir.Instance], name: str, local_name: str) -> ir.Instance:
+        inst = self.c.blocks.extern_instance(value.type, value.args, prop.annotations,
+                                             name, local_name, scope, value.loc)
+        instances.append(inst)
+        return inst
 
     # ---- keysets -------------------------------------------------------------------------
     def keysets(self, nodes: tuple[ast.Expression, ...], types: list[Type], scope: Scope, loc,  # type: ignore[no-untyped-def]

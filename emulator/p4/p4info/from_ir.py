@@ -664,7 +664,13 @@ class _Converter:
     def _built_in_place(inst: ir.Instance, table: ir.Table) -> bool:
         """An extern constructed in a table property (check/tables.py
         ``_attached``) has its ``@name`` as both names and sits after the
-        table's start; a declared one precedes the table that uses it."""
+        table's start; a declared one precedes the table that uses it. One
+        without ``@name`` (empty local name) cannot be named in P4Info."""
+        if inst.local_name == "":
+            raise P4InfoError(
+                f"{inst.loc or table.name}: table {table.name}: the {inst.type.name} built in a "
+                "table property has no @name annotation, which P4Runtime needs "
+                "(p4c refuses to write P4Info for it too)")
         if inst.name != inst.local_name:
             return False
         a, b = _pos(inst.loc), _pos(table.loc)

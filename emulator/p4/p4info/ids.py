@@ -53,6 +53,8 @@ their id.
 
 from __future__ import annotations
 
+from emulator.p4.errors import P4Error
+
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable, Optional, Sequence
@@ -81,7 +83,7 @@ class P4Ids(IntEnum):
 _MASK32 = 0xFFFFFFFF
 
 
-class P4InfoError(ValueError):
+class P4InfoError(P4Error, ValueError):
     """A program that p4c would reject while generating P4Info."""
 
 
