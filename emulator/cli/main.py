@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "scenario": "emulator.cli.scenario",
     "clean": "emulator.cli.clean",
     "run": "emulator.cli.run",
+    "inspect": "emulator.cli.inspect",
+    "shell": "emulator.cli.shell",
 }
 
 

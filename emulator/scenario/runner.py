@@ -24,7 +24,12 @@
 6. stops the agents (SIGTERM; they write their stats), reads the switches'
    counters and queue stats, tears the fabric down (always), and writes
    ``results.json``, ``flows.csv``, ``ports.csv`` into ``out_dir`` (the
-   agents' configs, stats and stderr under ``out_dir/agents``).
+   agents' configs, stats and stderr under ``out_dir/agents``);
+7. with ``capture`` points (switch ports, built-in target), the switches ran
+   with ``--pcap``: each point's received and sent frames are merged in time
+   order into ``out_dir/pcaps/<switch>-p<port>.pcap`` (the first
+   ``max_packets``; results say how many were seen), then the raw per-port
+   pcaps are removed. GPU points are refused.
 
 Ctrl-C during the run stops the traffic early: what was measured is kept
 and the results say ``partial: true``. Agents run in their own session so a
@@ -73,8 +78,11 @@ def check_runnable(scenario: Scenario) -> None:
                 f"{scenario.source}: switches.overrides ({override.switch}"
                 f"{'' if override.port is None else f':{override.port}'}): per-switch or per-port "
                 "ECN/PFC overrides are not supported by the runner yet (buffer overrides are)")
-    if scenario.capture.points:
-        raise ScenarioError(f"{scenario.source}: capture is not supported by the runner yet")
+    gpus = [str(point) for point in scenario.capture.points if point.port is None]
+    if gpus:
+        raise ScenarioError(
+            f"{scenario.source}: capture: GPU capture points ({', '.join(gpus)}) are not "
+            "supported by the runner yet; capture the switch port facing the GPU instead")
 
 
 def link_interfaces(scenario: Scenario, switch_ifaces: dict[str, dict[int, str]],
@@ -106,6 +114,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     flows = expand_workload(scenario)
     check_supported(scenario, flows)
     check_runnable(scenario)
+    if scenario.capture.points and target != "builtin":
+        raise ScenarioError(f"{scenario.source}: capture needs the builtin target, not {target}")
     qps = plan_qps(scenario, flows)
     servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps})
     out.mkdir(parents=True, exist_ok=True)
@@ -114,6 +124,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     (out / "scenario.json").write_text(json.dumps(
         {**scenario.to_dict(), "flows": [f.to_dict() for f in flows]}, indent=1, default=str))
 
+    from emulator.network.fabric_net import NetworkOptions
     from emulator.scenario.session import FabricSession
 
     partial = False
@@ -124,6 +135,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     start_unix = end_unix = time.time()
     timings: dict[str, float] = {}
     events_done: list[dict[str, Any]] = []
+    capture_files: dict[str, tuple[Path, list[Path]]] = {}
+    captures: dict[str, Any] = {}
     sockdir = Path(tempfile.mkdtemp(prefix="aifabric-run-"))
     clock = time.perf_counter()
     try:
@@ -131,10 +144,12 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             say(f"bringing up {scenario.topology.name} ({target})")
             session = stack.enter_context(FabricSession(
                 scenario.topology, target=target, settings=to_fabric_settings(scenario),
-                workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes))
+                workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes,
+                options=NetworkOptions(pcap=bool(scenario.capture.points))))
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None
+            capture_files.update(_capture_plan(scenario, net, out))
             addresses = net.switch_addresses()
             qclients: dict[str, Any] = {}
             if target == "builtin":
@@ -200,14 +215,62 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
         errors.append("interrupted (Ctrl-C) before the traffic ran: results are partial")
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
+    if capture_files:  # the switches have stopped: their pcaps are complete
+        captures.update(_collect_captures(capture_files, scenario.capture.max_packets, errors))
+        shutil.rmtree(out / "fabric" / "net" / "pcap", ignore_errors=True)
     timings["total_s"] = round(time.perf_counter() - clock, 3)
     results = assemble(scenario, target, flows, qps, agent_stats, counters, queue_stats,
                        start_unix=start_unix, end_unix=end_unix, partial=partial,
-                       extra={"events": events_done, "errors": errors, "timings": timings})
+                       extra={"events": events_done, "errors": errors, "timings": timings,
+                              **({"captures": captures} if captures else {})})
     check_invariants(results)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     write_csvs(results, out)
     return results
+
+
+def _capture_plan(scenario: Scenario, net: Any, out: Path
+                  ) -> dict[str, tuple[Path, list[Path]]]:
+    """Capture point -> (file to write, the switch's raw pcaps of that port:
+    ``<iface>_in.pcap`` and ``<iface>_out.pcap``, see :mod:`.pcap`)."""
+    ifaces = net.switch_interfaces()
+    raw = Path(net.workdir) / "pcap"
+    plan: dict[str, tuple[Path, list[Path]]] = {}
+    for point in scenario.capture.points:
+        assert point.port is not None  # GPU points refused by check_runnable
+        iface = ifaces[point.node][point.port]
+        target = out / "pcaps" / f"{point.node}-p{point.port}.pcap"
+        plan[str(point)] = (target, [raw / point.node / f"{iface}_{d}.pcap"
+                                     for d in ("in", "out")])
+    return plan
+
+
+def _collect_captures(plan: dict[str, tuple[Path, list[Path]]], max_packets: int,
+                      errors: list[str]) -> dict[str, Any]:
+    """Merge each point's received and sent frames in time order into one
+    pcap (nanosecond timestamps), keeping the first ``max_packets``."""
+    from emulator.measure.inspect import InspectError, read_pcap_frames
+    from emulator.targets.builtin.pcap import PcapWriter
+
+    done: dict[str, Any] = {}
+    for point, (target, sources) in plan.items():
+        frames: list[tuple[int, bytes]] = []
+        try:
+            for source in sources:
+                frames.extend(read_pcap_frames(source))
+        except InspectError as exc:
+            errors.append(f"capture {point}: {exc}")
+            continue
+        frames.sort(key=lambda item: item[0])  # stable: in before out at equal times
+        target.parent.mkdir(parents=True, exist_ok=True)
+        writer = PcapWriter(target)
+        for ts, frame in frames[:max_packets]:
+            writer.write(frame, ts)
+        writer.close()
+        done[point] = {"file": str(target.relative_to(target.parent.parent)),
+                       "packets": writer.packets, "seen": len(frames),
+                       "truncated": len(frames) > max_packets}
+    return done
 
 
 def port_counters(ctl: Any, switch: str, ports: list[int]) -> dict[int, dict[int, dict[str, int]]]:

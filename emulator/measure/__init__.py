@@ -1,0 +1,1 @@
+"""Measurements: counters, captures, metrics."""
