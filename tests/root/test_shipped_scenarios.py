@@ -1,0 +1,36 @@
+"""Every shipped scenario except quickstart (tests/root/test_run_quickstart.py)
+runs end to end on the built-in target and all its ``expect_checks`` pass.
+Each run takes ~10-12 s; they run one after another (the switches and NIC
+agents are CPU-bound Python processes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator.scenario import load_scenario
+from emulator.scenario.results import check_invariants
+from emulator.scenario.runner import run_scenario
+
+pytestmark = pytest.mark.root
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml") if p.name != "quickstart.yaml")
+
+
+def test_scenarios_shipped():
+    assert {"incast-ecn.yaml", "pfc-incast.yaml", "pfc-incast-nopfc.yaml",
+            "pfc-hol.yaml"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_scenario_expectations_hold(name, tmp_path):
+    scenario = load_scenario(SCENARIOS / name)
+    assert scenario.expect_checks, f"{name} states no machine-checkable expectation"
+    results = run_scenario(scenario, tmp_path / "out", progress=False)
+    assert results["partial"] is False and results["errors"] == [], results["errors"]
+    check_invariants(results)
+    failed = [c for c in results["checks"] if not c["passed"]]
+    assert not failed, f"{name}: {failed}; totals {results['totals']}"
+    assert len(results["checks"]) == len(scenario.expect_checks)
