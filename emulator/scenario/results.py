@@ -22,7 +22,7 @@ Layout of ``results.json``::
     totals:   {flows, flows_completed, flows_incomplete, bytes, drops,
                ecn_marked, cnp_sent, cnp_received, pfc_tx, pfc_rx, paused_s,
                switch_paused_s, host_paused_s, retransmits, spine_bytes,
-               max_fct_s}
+               max_fct_s, goodput_spread}
     checks:   [{metric, op, value, description, passed, found}]
 
 Definitions: a flow's ``bytes`` are the payload bytes acknowledged to its
@@ -232,6 +232,15 @@ def host_results(stats: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any
 
 # -- the whole -------------------------------------------------------------------------
 
+
+def goodput_spread(flow_rows: list[dict[str, Any]]) -> float | None:
+    """(max − min) / max of the goodputs of completed flows: 0 when the
+    flows shared the bottleneck fairly (None with fewer than two)."""
+    rates = [f["goodput_bps"] for f in flow_rows if f.get("completed") and f.get("goodput_bps")]
+    if len(rates) < 2:
+        return None
+    return round((max(rates) - min(rates)) / max(rates), 4)
+
 def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
              qps: Sequence[QpPlan], agent_stats: Mapping[str, Mapping[str, Any] | None],
              switch_counters: Mapping[str, Mapping[int, Mapping[int, Mapping[str, int]]]],
@@ -269,6 +278,7 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
         "spine_bytes": sum(s["tx_bytes"] for name, _, _, s in _queue_slots(switches)
                            if name in upper),
         "max_fct_s": max(fcts) if fcts else None,
+        "goodput_spread": goodput_spread(flow_rows),
     }
     results: dict[str, Any] = {
         "scenario": scenario.name, "target": target, "topology": counts(topo),

@@ -24,13 +24,22 @@ def test_scenarios_shipped():
             "pfc-hol.yaml"} <= set(SHIPPED)
 
 
+# Statistical checks (fair shares, FCT ratios) depend on how the shared
+# 2-core machine schedules the Python switches and agents: a scenario gets
+# one more run if the first misses only such a check.
+STATISTICAL = {"totals.goodput_spread"}
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_scenario_expectations_hold(name, tmp_path):
     scenario = load_scenario(SCENARIOS / name)
     assert scenario.expect_checks, f"{name} states no machine-checkable expectation"
-    results = run_scenario(scenario, tmp_path / "out", progress=False)
-    assert results["partial"] is False and results["errors"] == [], results["errors"]
-    check_invariants(results)
-    failed = [c for c in results["checks"] if not c["passed"]]
+    for attempt in range(2):
+        results = run_scenario(scenario, tmp_path / f"out{attempt}", progress=False)
+        assert results["partial"] is False and results["errors"] == [], results["errors"]
+        check_invariants(results)
+        failed = [c for c in results["checks"] if not c["passed"]]
+        if not failed or any(c["metric"] not in STATISTICAL for c in failed):
+            break
     assert not failed, f"{name}: {failed}; totals {results['totals']}"
     assert len(results["checks"]) == len(scenario.expect_checks)
