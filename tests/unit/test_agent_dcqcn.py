@@ -195,7 +195,8 @@ def test_ce_marks_make_at_most_one_cnp_per_interval_and_cut_the_rate():
     v = cnps[0][1]
     assert v.becn and v.dest_qp == QPN["a"] and v.dscp == CNP_DSCP and v.ecn == ECN_NOT_ECT
     b = net.agents["b"].qps[QPN["b"]].counters
-    assert b.ce_packets_rx == b.cnps_sent + b.cnps_suppressed and b.cnps_suppressed > 0
+    assert b.ce_packets_rx == b.cnps_sent - b.cnps_deferred + b.cnps_suppressed
+    assert b.cnps_suppressed > 0
     qp = net.agents["a"].qps[QPN["a"]]
     assert qp.counters.cnps_rx == len(cnps) == qp.rp.cuts
     # first cut: α = 1, Rc = line / 2
@@ -242,3 +243,47 @@ def test_cnp_for_a_qp_without_dcqcn_is_counted_only():
     net.inject("b", "eth0", mark_ce(write_frame(0, ecn=ECN_CE)))
     net.run(0.01)
     assert net.agents["a"].qps[QPN["a"]].counters.cnps_rx == 2
+
+
+def test_cnp_gate_owes_one_cnp_for_marks_inside_the_interval():
+    gate = CnpGate(1e-3)
+    assert gate.due == math.inf
+    assert gate.allow(0.0) and gate.due == math.inf
+    assert not gate.allow(0.0001) and not gate.allow(0.0002)
+    assert gate.due == pytest.approx(1e-3)
+    assert not gate.fire(0.0005)          # too early
+    assert gate.fire(1e-3) and gate.due == math.inf
+    assert not gate.fire(5e-3)            # nothing owed: no marks since
+    assert gate.allow(5e-3)
+
+
+def test_marks_read_in_bursts_still_get_a_cnp_every_interval():
+    # A receiver that reads its socket in bursts (it was not scheduled for a
+    # while) sees many CE marks within microseconds, every 3 ms. With a 1 ms
+    # interval it owes a CNP at the burst and one when the interval ends.
+    params = {"time_scale": 1, "reference_rate_bps": LINE, "cnp_interval_us": 1000}
+    net = pair(b={"qp": {"dcqcn": params}})
+    psn = 0
+    for burst in range(4):
+        for i in range(20):
+            net.inject("b", "eth0", write_frame(psn, ecn=ECN_CE), at=burst * 3e-3 + i * 1e-6)
+            psn += 1
+    net.run(0.02)
+    times = [t for t, f in net.fakes[("b", "eth0")].sent if parse(f).opcode == 0x81]
+    assert all(b - a >= 1e-3 - 1e-9 for a, b in zip(times, times[1:]))
+    assert times == pytest.approx([0.0, 1e-3, 3e-3, 4e-3, 6e-3, 7e-3, 9e-3, 10e-3], abs=2e-5)
+    c = net.agents["b"].qps[QPN["b"]].counters
+    assert c.ce_packets_rx == 80 and c.cnps_sent == 8 and c.cnps_deferred == 4
+    check_invariants(net.agents["b"].snapshot(net.clock.now))
+
+
+def test_steady_marks_get_one_cnp_per_interval():
+    params = {"time_scale": 1, "reference_rate_bps": LINE, "cnp_interval_us": 1000}
+    net = pair(b={"qp": {"dcqcn": params}})
+    for psn in range(100):  # a CE mark every 0.3 ms for 30 ms
+        net.inject("b", "eth0", write_frame(psn, ecn=ECN_CE), at=psn * 3e-4)
+    net.run(0.05)
+    times = [t for t, f in net.fakes[("b", "eth0")].sent if parse(f).opcode == 0x81]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps and all(1e-3 - 1e-9 <= g <= 1e-3 + 1e-9 for g in gaps)
+    assert times[-1] >= 29.7e-3 - 1e-9 - 1e-3

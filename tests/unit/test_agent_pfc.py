@@ -117,7 +117,10 @@ def test_acks_wait_on_their_priority_but_cnps_do_not():
     def mark(frame, src, _dst):
         return mark_ce(frame) if src.startswith("a/") and frame[23] == 17 else frame
 
-    net = pair(a={"messages": [{"qp": A, "size_bytes": 20 * 1024}]}, hook=mark)
+    # AckReq on every packet: b owes an ACK from the first one on (the CNPs,
+    # one per interval while marks come, slow a down a lot)
+    net = pair(a={"messages": [{"qp": A, "size_bytes": 20 * 1024}],
+                  "qp": {"transport": {"ack_req_every": 1}}}, hook=mark)
     net.inject("b", "eth0", pfc({3: 65535}), at=0.0)
     net.inject("b", "eth0", pfc({3: 0}), at=0.1)
     net.run(0.3)

@@ -291,3 +291,57 @@ def test_many_random_losses_still_deliver_every_byte_once():
     assert [r["size"] for r in net.agents["b"].log.received] == [64 * 1024, 7777, 30_000]
     assert b["payload_bytes_rx"] == a["bytes_acked"] == a["bytes_posted"]
     check_all(net)
+
+
+# -- timeouts: PFC pauses and queueing delay --------------------------------------------
+
+def test_the_timeout_does_not_run_while_the_nic_is_paused():
+    from scapy.compat import raw
+
+    from emulator.traffic.layers.pfc import pfc_frame
+    from tests.unit.test_agent_support import MAC, RATE_BPS
+
+    # 10 ms timeout, data dropped; a's priority 3 is paused for 30 ms from 1 ms on
+    quanta = round(0.03 * RATE_BPS / 512)
+    net = pair(a={"messages": [msg(1024)],
+                  "qp": {"transport": {"timeout_ms": 10, "retry_count": 3}}},
+               hook=drop_data(lambda v, n: True))
+    net.inject("a", "eth0", raw(pfc_frame(MAC["b"], {3: quanta})), at=1e-3)
+    net.run(0.2)
+    firsts = [t for t, v in data_frames(net) if v.psn == 0]
+    paused = quanta * 512 / RATE_BPS
+    assert firsts[:2] == [0.0, pytest.approx(0.01 + paused, abs=1e-6)]
+    assert counters(net, "a")["timeouts"] >= 1
+
+
+def test_a_pause_refreshed_past_the_timeout_holds_it_off():
+    from scapy.compat import raw
+
+    from emulator.traffic.layers.pfc import pfc_frame
+    from tests.unit.test_agent_support import MAC, RATE_BPS
+
+    quanta = round(0.005 * RATE_BPS / 512)   # 5 ms pauses, refreshed every 4 ms for 60 ms
+    net = pair(a={"messages": [msg(1024)],
+                  "qp": {"transport": {"timeout_ms": 10, "retry_count": 1}}},
+               hook=drop_data(lambda v, n: True))
+    for k in range(15):
+        net.inject("a", "eth0", raw(pfc_frame(MAC["b"], {3: quanta})), at=1e-3 + k * 4e-3)
+    net.run(0.05)
+    assert counters(net, "a")["timeouts"] == 0
+    net.run(0.5)
+    assert counters(net, "a")["timeouts"] == 1 and counters(net, "a")["retry_exceeded"] == 1
+
+
+def test_rtt_estimate_follows_queueing_delay_rfc6298():
+    net = pair(a={"qp": {"transport": {"min_timeout_ms": 1, "rtt_timeout_factor": 2}}})
+    qp = net.agents["a"].qps[A]
+    qp._rtt_sample(2e-3)
+    assert (qp.srtt, qp.rttvar) == (pytest.approx(2e-3), pytest.approx(1e-3))
+    assert qp._base_rto() == pytest.approx(2e-3 + 4e-3)     # SRTT + 4 RTTVAR > 2 × SRTT
+    for _ in range(40):   # the queue grows: RTT now 30 ms, steadily
+        qp._rtt_sample(30e-3)
+    assert qp.srtt == pytest.approx(30e-3, rel=0.01)
+    assert qp._base_rto() == pytest.approx(60e-3, rel=0.02)  # factor × SRTT once it is steady
+    qp._rtt_sample(90e-3)                                      # a jump: the variance widens it
+    assert qp._base_rto() > 90e-3
+

@@ -26,7 +26,9 @@ per period; default 0 = the paper's one cut per CNP).
 
 **CNP gate** (:class:`CnpGate`, one per queue pair at the receiver): a CE
 -marked packet asks for a CNP; at most one is sent per ``cnp_interval_us``
-(the paper's N = 50 µs; ConnectX ``min_time_between_cnps``).
+(the paper's N = 50 µs; ConnectX ``min_time_between_cnps``). A mark that
+arrives while the interval runs is not forgotten: one CNP goes when the
+interval ends, so CNPs keep coming once per interval while marks do.
 
 **Scaling.** Parameters are given as in the paper, at its 40 Gb/s
 (``reference_rate_bps``), and scaled to the emulated line rate R: every time
@@ -270,17 +272,43 @@ class ReactionPoint:
 
 
 class CnpGate:
-    """At most one CNP per ``interval_s`` (per queue pair, at the receiver)."""
+    """At most one CNP per ``interval_s`` and, while CE marks keep coming, at
+    least one per interval (per queue pair, at the receiver).
 
-    __slots__ = ("interval_s", "last")
+    :meth:`allow` answers a CE-marked packet: True when the interval since
+    the last CNP has passed (send one now); otherwise the mark is remembered
+    and :attr:`due` says when the interval ends, when :meth:`fire` sends the
+    one CNP owed for all the marks that came in between. Without the
+    deferred CNP, marks read in a burst (a receiver that was not scheduled
+    for a few ms reads the frames queued meanwhile within microseconds)
+    would get one CNP for the whole burst and the sender would hear of
+    congestion far less often than once per interval."""
+
+    __slots__ = ("interval_s", "last", "pending")
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self.last = -math.inf
+        self.pending = False
 
     def allow(self, now: float) -> bool:
         # a nanosecond of slack: intervals are sums of float seconds
         if now - self.last >= self.interval_s - 1e-9:
             self.last = now
+            self.pending = False
+            return True
+        self.pending = True
+        return False
+
+    @property
+    def due(self) -> float:
+        """When the owed CNP may go (``inf``: none owed)."""
+        return self.last + self.interval_s if self.pending else math.inf
+
+    def fire(self, now: float) -> bool:
+        """The interval ended: True when a CNP is owed (it is sent now)."""
+        if self.pending and now - self.last >= self.interval_s - 1e-9:
+            self.last = now
+            self.pending = False
             return True
         return False

@@ -15,9 +15,11 @@ acknowledges everything before e and sends the requester back to e
 leaves and restarts on each ACK that makes progress. Packets sent without
 AckReq are covered by the next one that has it (every message's last
 does), so a slow sender does not time out between ACK requests. When it
-expires (``rtt_timeout_factor`` × smoothed RTT within bounds, doubling per
-timeout in a row; RTT samples are taken from first transmissions only,
-Karn's rule) the QP goes back to the oldest unacknowledged packet; after ``retry_count``
+expires (the larger of ``rtt_timeout_factor`` × SRTT and SRTT + 4 RTTVAR,
+RFC 6298 smoothing, within the bounds, doubling per timeout in a row; RTT
+samples are taken from first transmissions only, Karn's rule, so they
+follow the queueing delay; time the NIC held the QP's priority PFC-paused
+does not count towards the timeout) the QP goes back to the oldest unacknowledged packet; after ``retry_count``
 timeouts in a row the QP goes to the error state and fails its messages.
 A message completes when its last packet is acknowledged; its record says
 when it was posted, when its first packet left and when it was acked, so
@@ -31,7 +33,10 @@ out-of-order packet of a gap with one NAK (no more until the expected PSN
 arrives). Data is not stored: the emulator moves bytes, not memory.
 
 **Congestion** (DCQCN, see ``dcqcn``). Any data packet arriving CE-marked
-asks the QP's CNP gate for a CNP to the sender's QP (priority 6, DSCP 48).
+asks the QP's CNP gate for a CNP to the sender's QP (priority 6, DSCP 48):
+sent at once if none went in the last interval, else one is sent when the
+interval ends (``cnps_deferred``), so marks arriving in a burst still get
+one CNP per interval.
 A received CNP goes to the QP's reaction point; the QP's pacer follows its
 rate Rc. ACKs and NAKs travel on the QP's priority, not ECN-capable.
 
@@ -160,6 +165,7 @@ class QueuePair:
         self._next_msg_id = 0
         self.error = False
         self.srtt: float | None = None
+        self.rttvar = 0.0
         self.base_rto_s = t.timeout_ms / 1e3
         self.rto_s = self.base_rto_s
         self.rto_at: float | None = None
@@ -168,6 +174,7 @@ class QueuePair:
         self._rtt_seq: int | None = None
         self._last_ack_req = -1  # highest seq sent with AckReq: an ACK is owed up to it
         self._rtt_sent_at = 0.0
+        self._rto_paused0 = 0.0   # the NIC's paused time on our priority when the timer was set
         self.scaled = dcqcn.scaled(nic.config.line_rate_bps)
         if dcqcn.enabled:
             self.rp: ReactionPoint | None = ReactionPoint(self.scaled, now,
@@ -186,6 +193,7 @@ class QueuePair:
         self._since_ack = 0
         self._rx_msg: dict[str, Any] | None = None
         self.cnp_gate = CnpGate(self.scaled.cnp_interval_s)
+        self._cnp_timer: Timer | None = None
 
     # -- requester: work requests ---------------------------------------------
 
@@ -265,7 +273,7 @@ class QueuePair:
             if seq > self._last_ack_req:
                 self._last_ack_req = seq
             if self.rto_at is None:
-                self._arm_rto(now + self.rto_s)
+                self._arm_rto(now + self.rto_s, now)
         pacer = self.pacer
         if pacer is not None:
             pacer.consume(len(frame), now)
@@ -330,7 +338,7 @@ class QueuePair:
         if self.snd < new_una:
             self.snd = new_una
             self._seek_tx_index()
-        self._arm_rto(now + self.rto_s if self.una <= self._last_ack_req else None)
+        self._arm_rto(now + self.rto_s if self.una <= self._last_ack_req else None, now)
 
     def _go_back(self, seq: int) -> None:
         if seq >= self.snd:
@@ -363,17 +371,32 @@ class QueuePair:
         if self.srtt is None:
             return self.base_rto_s
         t = self.config.transport
-        return min(t.max_timeout_ms / 1e3,
-                   max(t.min_timeout_ms / 1e3, t.rtt_timeout_factor * self.srtt))
+        rto = max(t.rtt_timeout_factor * self.srtt, self.srtt + 4 * self.rttvar)
+        return min(t.max_timeout_ms / 1e3, max(t.min_timeout_ms / 1e3, rto))
 
     def _rtt_sample(self, sample: float) -> None:
+        # RFC 6298 §2: SRTT and RTTVAR; samples from first transmissions only
+        # (Karn), so they include the queueing delay the path has now.
         self.counters.rtt_samples += 1
-        self.srtt = sample if self.srtt is None else 0.875 * self.srtt + 0.125 * sample
+        if self.srtt is None:
+            self.srtt = sample
+            self.rttvar = sample / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
+            self.srtt = 0.875 * self.srtt + 0.125 * sample
 
-    def _arm_rto(self, at: float | None) -> None:
+    def _paused_s(self, now: float) -> float:
+        """How long the NIC has held our priority paused, in all (PFC)."""
+        pause = self.nic.pause
+        if pause.mask:
+            pause.expire(now)
+        return pause.total_paused_s(now)[self.priority]
+
+    def _arm_rto(self, at: float | None, now: float) -> None:
         self.rto_at = at
         if at is None:
             return
+        self._rto_paused0 = self._paused_s(now)
         timer = self._rto_timer
         if timer is None or not timer.alive or timer.when > at:
             if timer is not None:
@@ -384,8 +407,17 @@ class QueuePair:
         self._rto_timer = None
         if self.rto_at is None or self.error:
             return
-        if self.rto_at > when:  # pushed back by progress since it was set
-            self._rto_timer = self.timers.schedule(self.rto_at, self._on_rto_timer)
+        # The time our priority was PFC-paused since the timer was set does
+        # not count: nothing could leave, so no ACK could be owed for it.
+        paused = self._paused_s(when)
+        if paused > self._rto_paused0:
+            self.rto_at += paused - self._rto_paused0
+            self._rto_paused0 = paused
+        wake = self.rto_at
+        if self.nic.pause.paused(self.priority):  # still paused: look again when it ends
+            wake = max(wake, self.nic.pause.until[self.priority])
+        if wake > when:  # pushed back by progress or a pause since it was set
+            self._rto_timer = self.timers.schedule(wake, self._on_rto_timer)
             return
         if self.una > self._last_ack_req:
             self.rto_at = None
@@ -398,7 +430,7 @@ class QueuePair:
         self.counters.timeouts += 1
         self.rto_s = min(self.config.transport.max_timeout_ms / 1e3, self.rto_s * 2)
         self._go_back(self.una)
-        self._arm_rto(when + self.rto_s)
+        self._arm_rto(when + self.rto_s, when)
 
     def _fail(self, now: float) -> None:
         self.error = True
@@ -437,6 +469,17 @@ class QueuePair:
         self.pacer.set_rate(self.rp.rc_bps)
         self._schedule_dcqcn()
 
+    def _on_cnp_timer(self, when: float) -> None:
+        # The interval ended with marks suppressed in it: send their one CNP.
+        self._cnp_timer = None
+        gate = self.cnp_gate
+        if gate.fire(when):
+            self.counters.cnps_sent += 1
+            self.counters.cnps_deferred += 1
+            self.nic.send_control(self.cnp_flow.cnp(self.remote_qpn), self.cnp_priority)
+        elif gate.pending:
+            self._cnp_timer = self.timers.schedule(gate.due, self._on_cnp_timer)
+
     # -- responder -----------------------------------------------------------------
 
     def on_request(self, view: RoceView, now: float) -> None:
@@ -444,11 +487,14 @@ class QueuePair:
         c.data_packets_rx += 1
         if view.ecn == ECN_CE:
             c.ce_packets_rx += 1
-            if self.cnp_gate.allow(now):
+            gate = self.cnp_gate
+            if gate.allow(now):
                 c.cnps_sent += 1
                 self.nic.send_control(self.cnp_flow.cnp(self.remote_qpn), self.cnp_priority)
             else:
                 c.cnps_suppressed += 1
+                if self._cnp_timer is None:
+                    self._cnp_timer = self.timers.schedule(gate.due, self._on_cnp_timer)
         d = (view.psn - self.epsn) & MAX_PSN
         if d == 0:
             kind, pos = REQUEST_OPCODES[view.opcode]
@@ -512,7 +558,8 @@ class QueuePair:
             "qpn": self.qpn, "nic": self.nic.config.name, "remote_ip": self.config.remote_ip,
             "remote_qpn": self.remote_qpn, "priority": self.priority, "error": self.error,
             "messages_outstanding": len(self.msgs), "psn_next": (self.psn0 + self.snd) & MAX_PSN,
-            "psn_expected": self.epsn, "srtt_s": self.srtt, "rto_s": self.rto_s,
+            "psn_expected": self.epsn, "srtt_s": self.srtt,
+            "rttvar_s": self.rttvar, "rto_s": self.rto_s,
             "counters": self.counters.to_dict(), "dcqcn": None, "rate_samples": []}
         if self.rp is not None:
             out["dcqcn"] = self.rp.to_dict(now)
