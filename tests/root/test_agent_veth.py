@@ -255,8 +255,11 @@ def test_pfc_stops_the_sender_for_its_quanta_and_xon_restarts_it(agents, veth):
     print(f"\nPFC: {pause_quanta} quanta ({pause_s * 1e3:.2f} ms) -> gap {first * 1e3:.2f} ms; "
           f"XOFF then XON {xon_s * 1e3:.2f} ms later -> gap {second * 1e3:.2f} ms; "
           f"agent counted {sa['nics'][0]['paused_s'][3] * 1e3:.2f} ms paused")
-    assert pause_s <= first <= pause_s + frame_s + 0.01
-    assert xon_s <= second <= xon_s + frame_s + 0.01
+    # Marks are taken in this process and arrivals stamped by a sniffer: the
+    # two clocks are read at slightly different moments (a millisecond of
+    # slack on the lower bounds).
+    assert pause_s - 0.001 <= first <= pause_s + frame_s + 0.01
+    assert xon_s - 0.001 <= second <= xon_s + frame_s + 0.01
     nic = sa["nics"][0]
     assert nic["counters"]["pfc_rx"] == 3
     assert nic["pfc_pauses"][3] == 2 and nic["pfc_resumes"][3] == 1
