@@ -1,5 +1,6 @@
 """The results of one run, assembled from what the agents and switches
-measured: ``results.json``, ``flows.csv``, ``ports.csv`` and a summary.
+measured: ``results.json``, ``flows.csv``, ``ports.csv``, the time series
+``queues.csv`` and ``rates.csv`` (:func:`write_series_csvs`) and a summary.
 
 Pure functions over plain dicts (no root): :func:`assemble` takes the
 agents' stats snapshots (:mod:`emulator.traffic.agent.stats`), the switches'
@@ -356,6 +357,55 @@ def write_csvs(results: Mapping[str, Any], out_dir: Path) -> None:
             values = {**slot, "max_qdepth": "" if depth is None else depth["packets"],
                       "paused_s": "" if slot["paused_s"] is None else slot["paused_s"]}
             w.writerow([name, port, prio] + [values[c] for c in QUEUE_FIELDS])
+
+
+QUEUES_COLUMNS = ("switch", "port", "priority", "t_s", "depth_packets", "depth_bytes", "paused")
+RATES_COLUMNS = ("flow", "qp", "t_s", "rate_bps", "target_bps", "alpha")
+
+
+def queue_series_rows(series: Mapping[str, Mapping[str, Any] | None],
+                      start_unix: float) -> list[tuple]:
+    """Rows of ``queues.csv`` from ``{switch: QueueControlClient.get_queue_series()}``:
+    ``t_s`` is seconds since the run's common start (negative before it)."""
+    rows = []
+    for name in sorted(series):
+        answer = series[name]
+        if not answer:
+            continue
+        offset = answer.get("unix_offset_s", 0.0) - start_unix
+        for queue in answer.get("queues", []):
+            for t, packets, nbytes, paused in queue["samples"]:
+                rows.append((name, queue["port"], queue["priority"], round(t + offset, 6),
+                             packets, nbytes, int(bool(paused))))
+    return rows
+
+
+def rate_rows(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None],
+              start_unix: float) -> list[tuple]:
+    """Rows of ``rates.csv``: every DCQCN rate sample ``[t_unix, Rc, Rt, α]``
+    of every requester QP, ``t_s`` since the run's common start."""
+    rows = []
+    for plan in qps:
+        qp = _qp_of(stats.get(plan.src_server), plan.qpn)
+        for t, rc, rt, alpha in (qp or {}).get("rate_samples") or []:
+            rows.append((plan.flow, plan.qpn, round(t - start_unix, 6), round(rc, 1),
+                         round(rt, 1), round(alpha, 6)))
+    return rows
+
+
+def write_series_csvs(out_dir: Path, series: Mapping[str, Mapping[str, Any] | None],
+                      qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None],
+                      start_unix: float) -> None:
+    """Write ``queues.csv`` (switch queue depths over time, see
+    ``GetQueueSeries``) and ``rates.csv`` (per-QP DCQCN rates over time);
+    both with their header even when empty."""
+    for name, columns, rows in (
+            ("queues.csv", QUEUES_COLUMNS, queue_series_rows(series, start_unix)),
+            ("rates.csv", RATES_COLUMNS, rate_rows(qps, stats, start_unix))):
+        with open(out_dir / name, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(columns)
+            w.writerows(rows)
 
 
 def summary(results: Mapping[str, Any]) -> Any:

@@ -24,7 +24,10 @@
 6. stops the agents (SIGTERM; they write their stats), reads the switches'
    counters and queue stats, tears the fabric down (always), and writes
    ``results.json``, ``flows.csv``, ``ports.csv`` into ``out_dir`` (the
-   agents' configs, stats and stderr under ``out_dir/agents``);
+   agents' configs, stats and stderr under ``out_dir/agents``), the time
+   series ``queues.csv`` (built-in switches' queue depths, fetched before
+   teardown) and ``rates.csv`` (DCQCN rates), and their plots
+   ``queue_depth.png`` and ``flow_rates.png`` (:mod:`emulator.measure.plots`);
 7. with ``capture`` points (switch ports, built-in target), the switches ran
    with ``--pcap``: each point's received and sent frames are merged in time
    order into ``out_dir/pcaps/<switch>-p<port>.pcap`` (the first
@@ -58,7 +61,9 @@ from emulator.scenario.agents import (
 )
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
-from emulator.scenario.results import assemble, check_invariants, counter_delta, write_csvs
+from emulator.scenario.results import (
+    assemble, check_invariants, counter_delta, write_csvs, write_series_csvs,
+)
 from emulator.scenario.spec import EventSpec, Scenario
 from emulator.scenario.workload import expand_workload
 
@@ -132,6 +137,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     agent_stats: dict[str, dict[str, Any] | None] = {s: None for s in servers}
     counters: dict[str, Any] = {}
     queue_stats: dict[str, Any] = {}
+    queue_series: dict[str, Any] = {}
     start_unix = end_unix = time.time()
     timings: dict[str, float] = {}
     events_done: list[dict[str, Any]] = []
@@ -209,6 +215,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                 partial = True  # keep what was measured
             queue_stats.update(_read_all(lambda n: qclients[n].get_port_stats(), qclients,
                                          errors))
+            queue_series.update(_read_all(lambda n: qclients[n].get_queue_series(), qclients,
+                                          errors))
             timings["collected_s"] = round(time.perf_counter() - clock, 3)
     except KeyboardInterrupt:
         partial = True
@@ -226,6 +234,12 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     check_invariants(results)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     write_csvs(results, out)
+    write_series_csvs(out, queue_series, qps, agent_stats, start_unix)
+    try:
+        from emulator.measure.plots import plot_run
+        plot_run(out, title=scenario.name, duration_s=scenario.duration_s)
+    except Exception as exc:  # a plot must not lose the results
+        say(f"plots not drawn: {exc}")
     return results
 
 

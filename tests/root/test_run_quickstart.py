@@ -53,6 +53,8 @@ def test_run_quickstart(tmp_path):
     assert results["totals"]["bytes"] == sum(f["size_bytes"] for f in results["flows"])
     assert results["totals"]["spine_bytes"] > 0
     assert (out / "flows.csv").exists() and (out / "ports.csv").exists()
+    for name in ("queues.csv", "rates.csv", "queue_depth.png", "flow_rates.png"):
+        assert (out / name).exists(), name
     for server in ("srv0", "srv1"):
         assert (out / "agents" / f"{server}.stats.json").exists()
     assert not (_netns() - netns_before), "namespaces left behind"

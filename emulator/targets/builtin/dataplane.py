@@ -52,7 +52,7 @@ from emulator.targets.builtin.errors import SwitchError, UnknownPortError
 from emulator.targets.builtin.pcap import PcapWriter
 from emulator.targets.builtin.pfc import NUM_PRIORITIES, PauseTimers, parse_pfc, pause_seconds
 from emulator.targets.builtin.ports import DROP_CAUSES, PortCounters
-from emulator.targets.builtin.tm import PortQueues
+from emulator.targets.builtin.tm import PortQueues, QueueSeries
 
 MAX_LAG_S = 0.02
 TX_DONE, DELIVER, PAUSE_END = 0, 1, 2
@@ -110,6 +110,7 @@ class DataPlane:
         self._timers: list[tuple[float, int, int, tuple]] = []
         self._seq = itertools.count()
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
+        self.series = QueueSeries()   # queue-depth time series (see :class:`QueueSeries`)
 
     # ---- configuration (data-plane thread) -----------------------------------------
     def add_port(self, number: int, backend: Any, config: PortConfig | None = None,
@@ -431,6 +432,19 @@ class DataPlane:
             out.append(row)
         return {"time_s": now, "ports": out, "switch_drops": dict(self.drops),
                 "digests": self.digests, "executor_errors": self.errors}
+
+    def sample_queues(self, now: float | None = None) -> None:
+        """Record one queue-depth sample of every port (see :class:`QueueSeries`)."""
+        self.series.sample(self.clock() if now is None else now, self.ports)
+
+    def queue_series(self, ports: Iterable[int] | None = None,
+                     since: float | None = None) -> dict[str, Any]:
+        """The recorded queue series: ``{"time_s", "interval_s", "queues": [...]}``."""
+        if ports is not None:
+            for number in ports:
+                self.port(number)
+        return {"time_s": self.clock(), "interval_s": self.series.interval_s,
+                "queues": self.series.query(ports, since)}
 
     def reset_stats(self, ports: Iterable[int] | None = None) -> None:
         """Zero the counters of ``ports`` (all, and the switch's, by default);

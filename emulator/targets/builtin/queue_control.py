@@ -20,6 +20,9 @@ SetPfc           ``{"port": 1, "priority": 3,                  ``{"port": 1, "co
 GetPortStats     ``{"ports": [1, 2]}`` (omit: all)             see below
 ResetStats       ``{"ports": [1]}`` (omit: all, and the        ``{}``
                  switch-wide counters)
+GetQueueSeries   ``{"ports": [1, 2], "since": 12.5}``          see below
+                 (omit either: all ports, every sample)
+SetSampleInterval ``{"interval_ms": 10}``                      ``{"interval_ms": 10.0}``
 ===============  ===========================================  ======================================
 
 ``GetPortStats`` answers ``{"time_s", "ports": [...], "switch_drops",
@@ -34,6 +37,14 @@ naming this priority, received / sent), ``tail_dropped`` and the other
 queue counters of :mod:`.tm` (whose sums hold in every snapshot). Receive
 counters are per port only: a frame has no priority before P4 gives it one.
 
+``GetQueueSeries`` answers ``{"time_s", "unix_offset_s", "interval_s",
+"queues": [{"port", "priority", "samples": [[t, depth_packets,
+depth_bytes, paused], ...]}, ...]}``: the queue-depth time series the switch
+samples every ``interval_s`` (default 10 ms, last 60 s kept; see
+:class:`~.tm.QueueSeries`), only queues that were busy. ``t`` and ``since``
+are on the switch's clock (``time_s`` is now on it); ``t + unix_offset_s``
+is Unix time.
+
 Errors: an unknown port is ``NOT_FOUND``, a bad value ``INVALID_ARGUMENT``
 (with a one-line message); :class:`QueueControlClient` raises
 :class:`QueueControlError` for both.
@@ -42,6 +53,7 @@ Errors: an unknown port is ``NOT_FOUND``, a bad value ``INVALID_ARGUMENT``
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Callable
 
 import grpc
@@ -50,7 +62,8 @@ from emulator.targets.builtin.errors import PortConfigError, SwitchError, Unknow
 from emulator.targets.builtin.switch import Switch
 
 SERVICE = "aifabric.QueueControl"
-METHODS = ("SetPortConfig", "GetPortConfig", "SetPfc", "GetPortStats", "ResetStats")
+METHODS = ("SetPortConfig", "GetPortConfig", "SetPfc", "GetPortStats", "ResetStats",
+           "GetQueueSeries", "SetSampleInterval")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -98,6 +111,20 @@ class QueueControlServicer:
     def ResetStats(self, request: dict) -> dict:
         self.switch.reset_stats(_ports(request))
         return {}
+
+    def GetQueueSeries(self, request: dict) -> dict:
+        since = request.get("since") if isinstance(request, dict) else None
+        if since is not None and (not isinstance(since, (int, float)) or isinstance(since, bool)):
+            raise PortConfigError(f"since must be a number, got {since!r}")
+        out = self.switch.queue_series(_ports(request), since)
+        out["unix_offset_s"] = time.time() - self.switch.dataplane.clock()
+        return out
+
+    def SetSampleInterval(self, request: dict) -> dict:
+        interval = request.get("interval_ms") if isinstance(request, dict) else None
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool):
+            raise PortConfigError(f"interval_ms must be a number, got {interval!r}")
+        return {"interval_ms": self.switch.set_sample_interval(interval)}
 
 
 def _port(request: Any) -> int:
@@ -193,6 +220,19 @@ class QueueControlClient:
 
     def reset_stats(self, ports: list[int] | None = None) -> None:
         self._call("ResetStats", {} if ports is None else {"ports": ports})
+
+    def get_queue_series(self, ports: list[int] | None = None,
+                         since: float | None = None) -> dict:
+        """The switch's queue-depth series (see ``GetQueueSeries`` above)."""
+        request: dict[str, Any] = {}
+        if ports is not None:
+            request["ports"] = ports
+        if since is not None:
+            request["since"] = since
+        return self._call("GetQueueSeries", request)
+
+    def set_sample_interval(self, interval_ms: float) -> float:
+        return self._call("SetSampleInterval", {"interval_ms": interval_ms})["interval_ms"]
 
     def close(self) -> None:
         self._channel.close()

@@ -241,6 +241,19 @@ class Switch:
         selected = None if ports is None else list(ports)
         return self.call_in_dataplane(lambda: self.dataplane.stats(selected))
 
+    def queue_series(self, ports: Iterable[int] | None = None,
+                     since: float | None = None) -> dict[str, Any]:
+        """The queue-depth time series (see :class:`~.tm.QueueSeries`)."""
+        selected = None if ports is None else list(ports)
+        return self.call_in_dataplane(lambda: self.dataplane.queue_series(selected, since))
+
+    def set_sample_interval(self, interval_ms: float) -> float:
+        """Sample the queue series every ``interval_ms``; returns it."""
+        def change() -> float:
+            self.dataplane.series.set_interval(interval_ms / 1000.0)
+            return self.dataplane.series.interval_s * 1000.0
+        return self.call_in_dataplane(change)
+
     def reset_stats(self, ports: Iterable[int] | None = None) -> None:
         selected = None if ports is None else list(ports)
         self.call_in_dataplane(lambda: self.dataplane.reset_stats(selected))
@@ -278,6 +291,7 @@ class Switch:
         calls = self._calls
         empty: dict[int, int] = {}
         next_tick = clock() + HOUSEKEEPING_S
+        series = dp.series
         ticks = 0
         last_summary = ""
         while not self._stopping:
@@ -286,6 +300,8 @@ class Switch:
                 dp.run_due(now)
                 if calls:
                     self._run_calls()
+                if now >= series.next_t:
+                    dp.sample_queues(now)
                 if now >= next_tick:
                     next_tick = now + HOUSEKEEPING_S
                     ticks += 1
@@ -298,7 +314,7 @@ class Switch:
                 events = ep.poll(0)
                 if not events:
                     deadline = dp.next_deadline()
-                    wait = next_tick - clock()
+                    wait = min(next_tick, series.next_t) - clock()
                     if deadline is not None:
                         wait = min(wait, deadline - clock())
                     if wait > 0:

@@ -120,3 +120,85 @@ class PortQueues:
 
     def depth_packets(self, priority: int) -> int:
         return len(self.queues[priority])
+
+
+# ---- queue-depth time series ---------------------------------------------------------
+SAMPLE_INTERVAL_S = 0.010   # default sampling period of the queue series
+SERIES_WINDOW_S = 60.0      # samples older than this (behind the newest) are forgotten
+
+
+class QueueSeries:
+    """A bounded time series of queue depths, per (port, priority).
+
+    :meth:`sample` (the data plane calls it every ``interval_s``) records
+    ``(t, depth_packets, depth_bytes, paused)`` for every queue that holds
+    packets, is paused, or was active since the previous sample: it received
+    a packet (``QueueCounters.received`` moved), spent time paused
+    (``paused`` is then true even if the pause already ended) or was busy
+    at the previous sample (so a queue that drains gets one last sample
+    showing it empty). It reads
+    counters the data plane keeps anyway: no per-packet cost. Samples older
+    than ``window_s`` behind the newest are dropped."""
+
+    __slots__ = ("interval_s", "window_s", "next_t", "series", "_seen")
+
+    def __init__(self, interval_s: float = SAMPLE_INTERVAL_S,
+                 window_s: float = SERIES_WINDOW_S) -> None:
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self.next_t = 0.0
+        self.series: dict[tuple[int, int], deque[tuple[float, int, int, bool]]] = {}
+        # (port, priority) -> (received, paused_s, busy) at the previous sample
+        self._seen: dict[tuple[int, int], tuple[int, float]] = {}
+
+    def set_interval(self, interval_s: float) -> None:
+        if not isinstance(interval_s, (int, float)) or isinstance(interval_s, bool) \
+                or not 0.0001 <= interval_s <= 10.0:
+            raise ValueError(f"sample interval must be 0.1 ms .. 10 s, got {interval_s!r}")
+        self.interval_s = float(interval_s)
+        self.next_t = 0.0
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_t
+
+    def sample(self, now: float, ports: Any) -> None:
+        """Record one sample of ``ports`` (``{number: PortState}``) at ``now``."""
+        next_t = self.next_t + self.interval_s
+        self.next_t = next_t if next_t > now else now + self.interval_s
+        seen = self._seen
+        series = self.series
+        horizon = now - self.window_s
+        for number, ps in ports.items():
+            tm = ps.tm
+            mask = ps.pfc.mask
+            for prio, qc in enumerate(tm.counters):
+                key = (number, prio)
+                paused_s = ps.pfc.total_paused_s(prio, now)
+                prev = seen.get(key)
+                busy = bool(tm.nonempty >> prio & 1 or mask >> prio & 1)
+                state = (qc.received, paused_s, busy)
+                if not busy and (prev is None or prev == state):
+                    if prev is None:
+                        seen[key] = state
+                    continue
+                seen[key] = state
+                paused = bool(mask >> prio & 1) or (prev is not None and paused_s > prev[1])
+                ring = series.get(key)
+                if ring is None:
+                    ring = series[key] = deque()
+                ring.append((now, len(tm.queues[prio]), tm.depth_bytes[prio], paused))
+                while ring[0][0] < horizon:
+                    ring.popleft()
+
+    def query(self, ports: Any = None, since: float | None = None) -> list[dict[str, Any]]:
+        """``[{"port", "priority", "samples": [[t, packets, bytes, paused], ...]}]``,
+        sorted, samples after ``since`` only."""
+        out = []
+        wanted = None if ports is None else set(ports)
+        for (number, prio), ring in sorted(self.series.items()):
+            if wanted is not None and number not in wanted:
+                continue
+            rows = [list(s) for s in ring if since is None or s[0] > since]
+            if rows:
+                out.append({"port": number, "priority": prio, "samples": rows})
+        return out

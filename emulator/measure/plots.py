@@ -1,0 +1,218 @@
+"""Plots of one run, drawn from its time-series CSVs (matplotlib, Agg).
+
+- ``queue_depth.png`` from ``queues.csv``: the depth (KB) over time of the
+  :data:`TOP_QUEUES` most congested (switch, port, priority) queues (largest
+  peak depth first), and below it, when any queue was paused by PFC, one
+  timeline per queue with its pause intervals shaded.
+- ``flow_rates.png`` from ``rates.csv``: each flow's DCQCN current rate Rc
+  (Gb/s or Mb/s) over time, one step line per queue pair (a rate holds until the
+  next sample).
+
+:func:`plot_run` draws both into a run directory (the runner calls it after
+every run, also partial ones); a CSV that is missing or empty gives a plot
+that says so. Times are seconds since the run's common start.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+TOP_QUEUES = 6
+MAX_RATE_LINES = 16
+DEFAULT_INTERVAL_S = 0.01
+QueueKey = tuple[str, int, int]
+
+
+def read_csv(path: str | Path) -> list[dict[str, str]]:
+    p = Path(path)
+    if not p.exists():
+        return []
+    with open(p, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def queue_series(rows: Iterable[dict[str, Any]]) -> dict[QueueKey, list[tuple[float, int, int, bool]]]:
+    """``queues.csv`` rows → {(switch, port, priority): [(t_s, packets, bytes, paused)]}, by time."""
+    out: dict[QueueKey, list[tuple[float, int, int, bool]]] = {}
+    for r in rows:
+        key = (str(r["switch"]), int(r["port"]), int(r["priority"]))
+        out.setdefault(key, []).append((float(r["t_s"]), int(r["depth_packets"]),
+                                        int(r["depth_bytes"]), bool(int(r["paused"]))))
+    for samples in out.values():
+        samples.sort()
+    return out
+
+
+def top_queues(series: dict[QueueKey, list], n: int = TOP_QUEUES) -> list[QueueKey]:
+    """The ``n`` queues with the largest peak depth (bytes), ties by paused samples."""
+    def score(key: QueueKey) -> tuple[int, int]:
+        samples = series[key]
+        return max(s[2] for s in samples), sum(s[3] for s in samples)
+    ranked = sorted((k for k in series if score(k) != (0, 0)), key=score, reverse=True)
+    return ranked[:n]
+
+
+def pause_intervals(samples: Sequence[tuple[float, int, int, bool]],
+                    interval_s: float | None = None) -> list[tuple[float, float]]:
+    """Merged ``(start, end)`` spans during which the queue was paused: a
+    paused sample at t covers the sampling interval ending at t."""
+    dt = interval_s or _interval(samples)
+    spans: list[tuple[float, float]] = []
+    for t, _p, _b, paused in samples:
+        if not paused:
+            continue
+        start = t - dt
+        if spans and start <= spans[-1][1] + 1e-9:
+            spans[-1] = (spans[-1][0], t)
+        else:
+            spans.append((start, t))
+    return spans
+
+
+def _interval(samples: Sequence[tuple]) -> float:
+    gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:]) if b[0] - a[0] > 1e-6]
+    return min(gaps) if gaps else DEFAULT_INTERVAL_S
+
+
+def _label(key: QueueKey) -> str:
+    switch, port, prio = key
+    return f"{switch} port {port} prio {prio}"
+
+
+def _empty(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes,
+            fontsize=12, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def plot_queue_depth(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
+                     top: int = TOP_QUEUES, duration_s: float | None = None) -> Path:
+    """Draw ``queue_depth.png`` (see the module docstring) from ``queues.csv`` rows."""
+    series = queue_series(rows)
+    keys = top_queues(series, top)
+    paused_keys = [k for k in keys if any(s[3] for s in series[k])]
+    heading = "Switch queue depth" + (f": {title}" if title else "")
+    if paused_keys:
+        fig, (ax, axp) = plt.subplots(
+            2, 1, figsize=(11, 6.5), sharex=True,
+            gridspec_kw={"height_ratios": [3, max(1.0, 0.35 * len(paused_keys))]})
+    else:
+        fig, ax = plt.subplots(figsize=(11, 5))
+        axp = None
+    if not keys:
+        _empty(ax, "no queue built up (queues.csv has no samples)")
+        ax.set_title(heading)
+    else:
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        color = {k: colors[i % len(colors)] for i, k in enumerate(keys)}
+        for k in keys:
+            s = series[k]
+            times = [x[0] for x in s]
+            kb = [x[2] / 1000 for x in s]
+            peak = max(s, key=lambda x: x[2])
+            ax.step(times, kb, where="post", color=color[k], lw=1.5,
+                    label=f"{_label(k)} (peak {peak[2] / 1000:.3g} KB, {peak[1]} pkts)")
+        ax.set_ylabel("queue depth (KB)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.85)
+        others = len(series) - len(keys)
+        ax.set_title(heading + (f"  (top {len(keys)} of {len(series)} active queues)"
+                                if others > 0 else ""))
+        if axp is not None:
+            for i, k in enumerate(paused_keys):
+                spans = pause_intervals(series[k])
+                axp.broken_barh([(a, b - a) for a, b in spans], (i - 0.35, 0.7),
+                                color=color[k], alpha=0.75)
+                total = sum(b - a for a, b in spans)
+                axp.text(1.002, i, f"{total * 1000:.0f} ms", va="center", fontsize=8,
+                         transform=axp.get_yaxis_transform())
+            axp.set_yticks(range(len(paused_keys)))
+            axp.set_yticklabels([_label(k) for k in paused_keys], fontsize=8)
+            axp.set_ylim(len(paused_keys) - 0.5, -0.5)
+            axp.set_title("PFC pause intervals (queue not allowed to transmit)", fontsize=10)
+            axp.grid(True, axis="x", alpha=0.3)
+            axp.set_xlabel("time since run start (s)")
+        else:
+            ax.set_xlabel("time since run start (s)")
+        if duration_s:
+            ax.set_xlim(left=min(0.0, min(series[k][0][0] for k in keys)),
+                        right=max(duration_s, max(series[k][-1][0] for k in keys)))
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def rate_series(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """``rates.csv`` rows → {(flow, qp): [(t_s, Rc bps)]}, by time."""
+    out: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for r in rows:
+        out.setdefault((str(r["flow"]), int(r["qp"])), []).append(
+            (float(r["t_s"]), float(r["rate_bps"])))
+    for samples in out.values():
+        samples.sort()
+    return out
+
+
+def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
+                    duration_s: float | None = None) -> Path:
+    """Draw ``flow_rates.png`` (see the module docstring) from ``rates.csv`` rows."""
+    series = rate_series(rows)
+    fig, ax = plt.subplots(figsize=(11, 5))
+    heading = "DCQCN sending rate Rc per flow" + (f": {title}" if title else "")
+    if not series:
+        _empty(ax, "no rate samples (rates.csv is empty: DCQCN off or no traffic)")
+        ax.set_title(heading)
+    else:
+        flows = sorted({f for f, _ in series})
+        multi = len(series) > len(flows)
+        end = max([s[-1][0] for s in series.values()] + [duration_s or 0.0])
+        top = max(r for s in series.values() for _, r in s)
+        scale, unit = (1e9, "Gb/s") if top >= 1e9 else (1e6, "Mb/s")
+        keys = sorted(series)
+        shown = keys[:MAX_RATE_LINES]
+        for key in shown:
+            s = series[key]
+            times = [t for t, _ in s] + [max(end, s[-1][0])]
+            values = [r / scale for _, r in s] + [s[-1][1] / scale]
+            ax.step(times, values, where="post", lw=1.4,
+                    label=f"{key[0]} (qp {key[1]})" if multi else key[0])
+        ax.set_xlabel("time since run start (s)")
+        ax.set_ylabel(f"current rate Rc ({unit})")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ncol = 1 if len(shown) <= 8 else 2
+        ax.legend(loc="upper right", fontsize=8, ncol=ncol, framealpha=0.85)
+        extra = f"  ({len(shown)} of {len(keys)} queue pairs shown)" if len(shown) < len(keys) \
+            else ""
+        ax.set_title(heading + extra)
+        if duration_s:
+            ax.set_xlim(left=0.0, right=end)  # samples before the start: the initial rate
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_run(out_dir: str | Path, *, title: str = "",
+             duration_s: float | None = None) -> list[Path]:
+    """Draw ``queue_depth.png`` and ``flow_rates.png`` into ``out_dir`` from
+    its ``queues.csv`` and ``rates.csv``."""
+    d = Path(out_dir)
+    return [
+        plot_queue_depth(read_csv(d / "queues.csv"), d / "queue_depth.png", title=title,
+                         duration_s=duration_s),
+        plot_flow_rates(read_csv(d / "rates.csv"), d / "flow_rates.png", title=title,
+                        duration_s=duration_s),
+    ]
