@@ -1,9 +1,13 @@
 """The Mininet CLI of ``aifabric up``, with fabric commands added:
-``counters SWITCH``, ``queues SWITCH``, ``pfc SWITCH`` and ``paths A B``."""
+``counters SWITCH``, ``queues SWITCH``, ``pfc SWITCH``, ``capture
+SWITCH:PORT`` and ``paths A B``."""
 
 from __future__ import annotations
 
+import subprocess
+
 from mininet.cli import CLI
+from scapy.utils import rdpcap
 
 from emulator.topology import paths
 
@@ -64,6 +68,31 @@ class FabricCLI(CLI):
                                       f"pfc_tx {q['pfc_tx']} paused {q['paused_s']:.3f}s"
                                       f"{' (paused now)' if q['paused'] else ''}\n")
 
+    def do_capture(self, line: str) -> None:
+        """capture SWITCH:PORT [COUNT] [FILE.pcap]: capture COUNT frames (default
+        100, at most 10 s) on a switch port, both directions, into a pcap
+        (default SWITCH-pPORT.pcap); read it with 'aifabric inspect FILE'."""
+        parts = line.split()
+        usage = "usage: capture leaf-r0-0:1 [COUNT] [FILE.pcap]\n"
+        if not parts or ":" not in parts[0]:
+            self.stdout.write(usage)
+            return
+        switch, _, port_text = parts[0].partition(":")
+        ports = self.fabric.network.switch_interfaces().get(switch)
+        if ports is None or not port_text.isdigit() or int(port_text) not in ports:
+            known = ", ".join(f"{s}:{p}" for s, ps in self.fabric.network.switch_interfaces().items()
+                              for p in sorted(ps))
+            self.stdout.write(f"unknown port {parts[0]}; ports: {known}\n")
+            return
+        try:
+            count = int(parts[1]) if len(parts) > 1 else 100
+        except ValueError:
+            self.stdout.write(usage)
+            return
+        path = parts[2] if len(parts) > 2 else f"{switch}-p{port_text}.pcap"
+        written = capture_port(ports[int(port_text)], count, path)
+        self.stdout.write(f"captured {written} frames on {switch}:{port_text} into {path}\n")
+
     def do_paths(self, line: str) -> None:
         """paths SRC DST: equal-cost paths between two GPUs (srvS/gpuR)."""
         parts = line.split()
@@ -75,3 +104,15 @@ class FabricCLI(CLI):
                 self.stdout.write(" -> ".join(path) + "\n")
         except ValueError as exc:
             self.stdout.write(f"{exc}\n")
+
+
+def capture_port(ifname: str, count: int, path: str, timeout_s: float = 10.0) -> int:
+    """Capture up to ``count`` frames on a root-namespace interface with
+    tcpdump (bounded by ``timeout_s``); returns how many were written."""
+    cmd = ["timeout", str(timeout_s), "tcpdump", "-i", ifname, "-U", "-w", path,
+           "-c", str(max(count, 1)), "-s", "0"]
+    subprocess.run(cmd, capture_output=True)
+    try:
+        return len(rdpcap(path))
+    except (OSError, ValueError):
+        return 0

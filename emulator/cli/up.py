@@ -1,5 +1,5 @@
 """``aifabric up TOPOLOGY``: bring a fabric up, program it, and open the
-Mininet CLI (with ``counters``, ``queues``, ``pfc`` and ``paths``), or with
+Mininet CLI (with ``counters``, ``queues``, ``pfc``, ``capture`` and ``paths``), or with
 ``--check`` ping every pair of GPUs on different servers and exit."""
 
 from __future__ import annotations

@@ -26,12 +26,17 @@ def test_counters_queues_pfc_paths(tmp_path):
         assert done.returncode == 0
         script = tmp_path / "cmds"
         script.write_text("counters leaf-r0-0\nqueues leaf-r0-0\npfc leaf-r0-0\n"
-                          "paths srv0/gpu0 srv1/gpu1\ncounters nosuch\n")
+                          "paths srv0/gpu0 srv1/gpu1\ncounters nosuch\n"
+                          f"capture leaf-r0-0:1 2 {tmp_path / 'cap.pcap'}\ncapture nosuch:9\n")
+        pinger = subprocess.Popen(["ip", "netns", "exec", ns, "ping", "-c", "20", "-i", "0.2",
+                                   "-I", src.ip, dst.ip], stdout=subprocess.DEVNULL)
         out = io.StringIO()
         with open(script) as stdin:  # Mininet's CLI polls a real file descriptor
             FabricCLI(fabric, script=str(script), stdin=stdin, stdout=out)
+        pinger.wait(timeout=10)
         text = out.getvalue()
     assert "prio 3: " in text and "rx_packets=" in text and "tx_packets=" in text
     assert "depth" in text
     assert "leaf-r0-0 -> spine0 -> leaf-r1-0" in text
     assert "usage: SWITCH, one of" in text
+    assert "captured 2 frames on leaf-r0-0:1" in text and "unknown port nosuch:9" in text
