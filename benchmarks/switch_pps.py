@@ -21,7 +21,6 @@ the basic program built as IR). ``--target bmv2`` needs ``p4c-bm2-ss`` and
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -30,12 +29,12 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+from emulator.network.netlink import packet_socket
+
 REPO = Path(__file__).resolve().parents[1]
-CLONE_NEWNET = 0x40000000
 SWITCH_MAC = {1: 0x020000000101, 2: 0x020000000202, 3: 0x020000000303}
 BMV2_TOOLS = ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
 
@@ -77,25 +76,6 @@ def ipv4_frame(dst_port: int, length: int) -> bytes:
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + payload, 0, 0, 64, 17, 0,
                      bytes([10, 0, 1, 1]), bytes([10, 0, dst_port, 2]))
     return eth + ip + struct.pack("!HHHH", 1000, 2000, 8 + payload, 0) + bytes(payload)
-
-
-def raw_socket_in(ns: str, iface: str) -> socket.socket:
-    libc = ctypes.CDLL(None, use_errno=True)
-    home = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {ns}")
-        try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-            sock.bind((iface, 3))
-        finally:
-            libc.setns(home, CLONE_NEWNET)
-    finally:
-        os.close(home)
-        os.close(target)
-    sock.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE
-    return sock
 
 
 class Network:
@@ -174,7 +154,7 @@ def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: s
             proc, client = start_bmv2(net, tmp, p4)
         spy = None
         try:
-            rx = raw_socket_in(net.ns["h2"], "eth0")
+            rx = packet_socket(net.ns["h2"], "eth0", rcvbuf_bytes=32 << 20)
             rx.settimeout(0.2)
             frame = ipv4_frame(2, frame_bytes)
             warmup = 1.0

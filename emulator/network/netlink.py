@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import socket
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
@@ -32,6 +33,7 @@ NUD_PERMANENT = 0x80
 RTNH_F_ONLINK = 0x4
 IFA_F_NOPREFIXROUTE = 0x200
 NETNS_RUN_DIR = "/run/netns"
+SO_RCVBUFFORCE = 33
 # sysctls of every host namespace: no IPv6 (no router solicitations or DAD
 # frames on the fabric), no reverse-path filter (replies may come back on
 # another NIC than the request left by).
@@ -80,6 +82,24 @@ def in_netns(path: str, fn: Callable[[], T]) -> T:
     if not ok:
         raise value
     return value
+
+
+def packet_socket(netns: str, ifname: str, ethertype: int = 0x0003,
+                  rcvbuf_bytes: int = 0) -> socket.socket:
+    """An AF_PACKET socket bound to ``ifname`` of a namespace (a name under
+    /run/netns or a path); it stays in that namespace whatever thread uses
+    it. ``ethertype`` 3 (ETH_P_ALL) receives every frame; ``rcvbuf_bytes``
+    forces the receive buffer past the sysctl limit (root)."""
+    path = netns if netns.startswith("/") else f"{NETNS_RUN_DIR}/{netns}"
+
+    def make() -> socket.socket:
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+        sock.bind((ifname, ethertype))
+        return sock
+    sock = in_netns(path, make)
+    if rcvbuf_bytes:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf_bytes)
+    return sock
 
 
 def write_sysctls(values: Mapping[str, str]) -> None:

@@ -25,7 +25,7 @@ from emulator.scenario.errors import KeyLines, ScenarioError, Where
 from emulator.scenario.schema import TARGETS, check_schema
 from emulator.scenario.spec import Scenario
 from emulator.topology import Topology, TopologyError, build_topology, load_topology, spec_from_dict
-from emulator.topology.loader import parse_yaml
+from emulator.topology.loader import read_yaml_file
 
 
 def load_scenario(path: str | PathLike[str], target_override: str | None = None) -> Scenario:
@@ -35,17 +35,7 @@ def load_scenario(path: str | PathLike[str], target_override: str | None = None)
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{source}: no such scenario file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{source}: is a directory, not a scenario file") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{source}: not a text file (UTF-8 YAML expected)") from None
-    except OSError as exc:
-        raise ScenarioError(f"{source}: cannot read: {exc.strerror}") from None
-    try:
-        data, lines = parse_yaml(text, source)
+        data, lines = read_yaml_file(path, "scenario")
     except TopologyError as exc:  # the shared YAML reader speaks of topologies' errors
         raise ScenarioError(str(exc)) from None
     return scenario_from_dict(data, source, Path(path).parent, target_override, lines)

@@ -61,6 +61,24 @@ def parse_yaml(text: str, source: str) -> tuple[Any, KeyLines]:
     return data, lines
 
 
+def read_yaml_file(path: str | PathLike[str], kind: str) -> tuple[object, KeyLines]:
+    """Read a YAML file of ``kind`` ("topology", "scenario") with the line
+    of every key; unreadable files and bad YAML raise one-line TopologyErrors
+    naming the file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TopologyError(f"{source}: no such {kind} file") from None
+    except IsADirectoryError:
+        raise TopologyError(f"{source}: is a directory, not a {kind} file") from None
+    except UnicodeDecodeError:
+        raise TopologyError(f"{source}: not a text file (UTF-8 YAML expected)") from None
+    except OSError as exc:
+        raise TopologyError(f"{source}: cannot read: {exc.strerror}") from None
+    return parse_yaml(text, source)
+
+
 def topology_from_dict(data: object, source: str = "<dict>") -> Topology:
     """Check a topology mapping (as a file holds it) and build it."""
     return build_topology(spec_from_dict(data, source))
@@ -69,17 +87,7 @@ def topology_from_dict(data: object, source: str = "<dict>") -> Topology:
 def load_spec(path: str | PathLike[str]) -> TopologySpec:
     """Read and check a topology file without building it."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TopologyError(f"{source}: no such topology file") from None
-    except IsADirectoryError:
-        raise TopologyError(f"{source}: is a directory, not a topology file") from None
-    except UnicodeDecodeError:
-        raise TopologyError(f"{source}: not a text file (UTF-8 YAML expected)") from None
-    except OSError as exc:
-        raise TopologyError(f"{source}: cannot read: {exc.strerror}") from None
-    data, lines = parse_yaml(text, source)
+    data, lines = read_yaml_file(path, "topology")
     return spec_from_dict(data, source, lines)
 
 

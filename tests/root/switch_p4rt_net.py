@@ -16,7 +16,6 @@ sends nothing on them. Hosts send with scapy inside their namespace
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
@@ -24,16 +23,16 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from emulator.network.netlink import packet_socket
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 VENV_BIN = Path(sys.executable).parent
 NS_SCRIPT = HERE / "switch_p4rt_ns.py"
-CLONE_NEWNET = 0x40000000
 ETH_P_ALL = 0x0003
 H_MAC = {1: "08:00:00:00:01:11", 2: "08:00:00:00:02:22"}
 H_IP = {1: "10.0.1.1", 2: "10.0.2.2"}
@@ -170,36 +169,14 @@ def pids_with(marker: str) -> list[int]:
 
 
 # ---- receiving ----------------------------------------------------------------------------------
-def raw_socket_in(ns: str, iface: str) -> socket.socket:
-    """An AF_PACKET socket on ``iface`` of namespace ``ns`` (this thread enters
-    the namespace for socket() and bind() only)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    home = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {ns}")
-        try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            sock.bind((iface, ETH_P_ALL))
-        finally:
-            if libc.setns(home, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns back")
-    finally:
-        os.close(home)
-        os.close(target)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    sock.setblocking(False)
-    return sock
-
-
 class Sniffer:
     """IPv4 frames arriving on eth0 of a host namespace (incoming only)."""
 
     PACKET_OUTGOING = 4
 
     def __init__(self, ns: str) -> None:
-        self.sock = raw_socket_in(ns, "eth0")
+        self.sock = packet_socket(ns, "eth0", rcvbuf_bytes=4 << 20)
+        self.sock.setblocking(False)
 
     def drain(self) -> None:
         while self._recv() is not None:

@@ -16,7 +16,6 @@ sockets it opens inside the namespaces.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -35,12 +34,12 @@ from emulator.traffic.agent.control import AgentClient
 from emulator.traffic.agent.stats import check_invariants
 from emulator.traffic.layers.pfc import pfc_frame
 from emulator.traffic.roce import ECN_CE, RoceFlow
+from emulator.network.netlink import packet_socket
 from tests.unit.test_agent_support import IP, MAC, QPN, host_config
 
 pytestmark = pytest.mark.root
 
 REPO = Path(__file__).resolve().parents[2]
-CLONE_NEWNET = 0x40000000
 SO_TIMESTAMPNS = 35
 RATE_BPS = 10e6
 PREFIX = f"afa-{os.getpid()}"
@@ -48,27 +47,6 @@ PREFIX = f"afa-{os.getpid()}"
 
 def sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, timeout=10)
-
-
-def raw_socket_in(ns: str, iface: str = "eth0") -> socket.socket:
-    """An AF_PACKET socket on ``iface`` of namespace ``ns`` (this thread enters
-    the namespace for the socket() call only)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    home = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {ns}")
-        try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-            sock.bind((iface, 0x0800))
-        finally:
-            if libc.setns(home, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns back")
-    finally:
-        os.close(home)
-        os.close(target)
-    return sock
 
 
 class Arrivals(threading.Thread):
@@ -220,8 +198,8 @@ def test_pfc_stops_the_sender_for_its_quanta_and_xon_restarts_it(agents, veth):
     a = agents("a")
     pause_quanta = 3906                                       # 199.99 ms at 10 Mb/s
     pause_s = pause_quanta * 512 / RATE_BPS
-    inject = raw_socket_in(veth["b"])                         # out of b, into a
-    arrivals = Arrivals(raw_socket_in(veth["b"]))
+    inject = packet_socket(veth["b"], "eth0", 0x0800)                         # out of b, into a
+    arrivals = Arrivals(packet_socket(veth["b"], "eth0", 0x0800))
     arrivals.start()
     marks = {}
     try:
@@ -270,7 +248,7 @@ def test_pfc_stops_the_sender_for_its_quanta_and_xon_restarts_it(agents, veth):
 def test_ce_marked_packets_bring_cnps_and_a_rate_cut(agents, veth):
     b = agents("b")
     a = agents("a")
-    inject = raw_socket_in(veth["a"])                         # out of a, into b
+    inject = packet_socket(veth["a"], "eth0", 0x0800)                         # out of a, into b
     # CE-marked WRITEs of a's QP with PSNs just behind b's expected PSN: b
     # takes them for duplicates but answers the marks with CNPs
     flow = RoceFlow(MAC["a"], MAC["b"], IP["a"], IP["b"], 0xC000 | QPN["a"], ecn=ECN_CE)

@@ -13,7 +13,6 @@ talks to the switch's QueueControl service over a unix socket.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -28,12 +27,12 @@ import pytest
 
 from emulator.targets.builtin.pcap import read_pcap
 from emulator.targets.builtin.queue_control import QueueControlClient
+from emulator.network.netlink import packet_socket
 from tests.unit.test_builtin_support import MAC, ip_ident, ipv4_frame, pfc_frame
 
 pytestmark = pytest.mark.root
 
 REPO = Path(__file__).resolve().parents[2]
-CLONE_NEWNET = 0x40000000
 RATE_BPS = 10e6
 SO_TIMESTAMPNS = 35
 H_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:02"}
@@ -48,28 +47,6 @@ def sh(*args: str) -> None:
 
 def ns_sh(ns: str, *args: str) -> None:
     sh("ip", "netns", "exec", ns, *args)
-
-
-def raw_socket_in(ns: str, iface: str) -> socket.socket:
-    """An AF_PACKET socket on ``iface`` of namespace ``ns``, made by entering
-    the namespace for the socket() call only (this thread)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    home = os.open("/proc/self/task/%d/ns/net" % threading.get_native_id(), os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {ns}")
-        try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-            sock.bind((iface, 3))
-        finally:
-            if libc.setns(home, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns back")
-    finally:
-        os.close(home)
-        os.close(target)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    return sock
 
 
 class Receiver(threading.Thread):
@@ -159,7 +136,7 @@ def net(tmp_path_factory):
         except Exception:
             proc.kill()
             raise AssertionError(f"switch did not start: {proc.communicate(timeout=5)[1].decode()}")
-        socks = {n: raw_socket_in(names[f"h{n}"], "eth0") for n in (1, 2)}
+        socks = {n: packet_socket(names[f"h{n}"], "eth0", rcvbuf_bytes=4 << 20) for n in (1, 2)}
         yield {"ns": names, "proc": proc, "client": client, "socks": socks, "ctl": ctl,
                "log": log, "pcap": pcap}
         client.close()

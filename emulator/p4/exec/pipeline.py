@@ -329,10 +329,7 @@ class V1ModelPipeline:
         except ExitBlock:
             pass
         sm = f.sm  # type: ignore[attr-defined]
-        if ctx.digests:
-            result.digests.extend(ctx.digests)
-        if ctx.logs:
-            result.logs.extend(ctx.logs)
+        _collect(ctx, result)
         if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
             self._clone_i2e(port, data, f, work)
         if ctx.resubmit is not None:
@@ -423,10 +420,7 @@ class V1ModelPipeline:
         except ExitBlock:
             pass
         sm = f.sm  # type: ignore[attr-defined]
-        if ctx.digests:
-            result.digests.extend(ctx.digests)
-        if ctx.logs:
-            result.logs.extend(ctx.logs)
+        _collect(ctx, result)
         if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
             self._clone_e2e(f, ctx, work)
         if sm.egress_spec == DROP_PORT:
@@ -478,6 +472,14 @@ def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
     for port, rid in replicas:
         ports.setdefault(rid, set()).add(port)
     return [(port, rid) for rid, group in ports.items() for port in sorted(group)]
+
+
+def _collect(ctx: PacketContext, result: ProcessResult) -> None:
+    """What a block left for the control plane: digests and log messages."""
+    if ctx.digests:
+        result.digests.extend(ctx.digests)
+    if ctx.logs:
+        result.logs.extend(ctx.logs)
 
 
 def _enum_name(arg: ir.Expr) -> str:
