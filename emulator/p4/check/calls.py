@@ -304,7 +304,7 @@ class CallChecker:
                 ret_scope.names[name] = Symbol("type", t)
             ret = self.c.types.resolve(return_type, ret_scope)
             if isinstance(ret, TypeVar):
-                raise d.error(n.loc, f"cannot infer the return type; give type arguments")
+                raise d.error(n.loc, "cannot infer the return type; give type arguments")
         type_args = tuple(bindings.get(name, VOID) for name in own)
         return tuple(locals_), ret, type_args, tuple(args)
 

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 from emulator.p4 import ir
 from emulator.p4.exec import externs as rt
-from emulator.p4.exec.codegen import (
-    Codegen, ExitBlock, ExternLowering, FuncScope, ParserError, unsupported,
-)
+from emulator.p4.exec.codegen import Codegen, ExternLowering, FuncScope, unsupported
 from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident, scalar_width
 from emulator.p4.exec.tables import Table
 from emulator.p4.types import BoolType, HeaderType
@@ -108,7 +106,7 @@ class ModuleBuilder:
     # ---- pieces ------------------------------------------------------------
     def _namespace(self) -> dict[str, object]:
         ns: dict[str, object] = {
-            "ExitBlock": ExitBlock, "ParserError": ParserError,
+            "ExitBlock": rt.ExitBlock, "ParserError": rt.ParserError,
             "p4_div": rt.p4_div, "p4_mod": rt.p4_mod, "shl": rt.shl,
             "pack_bits": rt.pack_bits, "HASHES": rt.HASHES, "p4_assert": rt.p4_assert,
             "hash_with_offset": rt.hash_with_offset, "lookahead_bits": rt.lookahead_bits,
@@ -381,7 +379,7 @@ def _selector_part(gen: Codegen, key: ir.TableKey) -> str:
 
 def _stack_next(stack):  # type: ignore[no-untyped-def]
     if stack.nxt >= len(stack.hs):
-        raise ParserError(_STACK_ERR)
+        raise rt.ParserError(_STACK_ERR)
     return stack.hs[stack.nxt]
 
 
@@ -390,7 +388,7 @@ _STACK_ERR = 3  # error.StackOutOfBounds in core.p4's declaration order
 
 def _stack_last(stack):  # type: ignore[no-untyped-def]
     if stack.nxt == 0:
-        raise ParserError(_STACK_ERR)
+        raise rt.ParserError(_STACK_ERR)
     return stack.hs[stack.nxt - 1]
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from emulator.p4 import ir
-from emulator.p4.exec.externs import ExitBlock, ParserError
 from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident
 from emulator.p4.exec.statements import StatementCodegen, is_fresh, unsupported
 from emulator.p4.types import (

@@ -175,7 +175,7 @@ def _header_class(name: str, t: HeaderType) -> str:
     lines.append("    def _eq(self, o):")
     if fields:
         body = " and ".join([f"self.{s} == o.{s}" for s, _ in fields] + (["self._vw == o._vw"] if t.has_varbit else []))
-        lines.append(f"        if not self._v: return not o._v")
+        lines.append("        if not self._v: return not o._v")
         lines.append(f"        return o._v and {body}")
     else:
         lines.append("        return self._v == o._v")

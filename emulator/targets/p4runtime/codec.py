@@ -22,7 +22,7 @@ from p4.config.v1 import p4types_pb2
 from p4.v1 import p4data_pb2
 
 from emulator.p4.exec.layout import py_ident
-from emulator.p4.p4info.bytestrings import encode_fixed, encode_int, encode_uint
+from emulator.p4.p4info.bytestrings import encode_int, encode_uint
 from emulator.targets.p4runtime.errors import P4RuntimeError, unimplemented
 
 
