@@ -3,7 +3,7 @@
 Pipeline: :func:`preprocess` (``preprocessor.py``) → :func:`tokenize`
 (``lexer.py``, which also tells type names from other names) → the Lark LALR
 parser driven token by token (``grammar/p4.lark``) → the tree built by
-:class:`_Builder` (``tree_builder.py``, ``ast.py`` nodes).
+:class:`_Builder` (``tree_builder.py``, nodes of the ``ast`` package).
 
 Syntax errors become diagnostics at the original file, line and column; after
 an error the driver resumes at the next ``;`` or ``}`` of the same block, so

@@ -5,9 +5,10 @@ include directories, then the bundled ``include/`` with ``core.p4`` and
 ``v1model.p4``) and ``#include <file>`` (include directories, then bundled),
 object-like and simple function-like ``#define``, ``#undef``, ``#if``,
 ``#ifdef``, ``#ifndef``, ``#elif``, ``#else``, ``#endif`` with C integer
-expressions and ``defined``, ``#error``, ``#warning``; ``#line`` and
-``#pragma`` are ignored (``#pragma once`` is honoured). Comments are blanked
-out (newlines kept) before directives are read.
+expressions (evaluated by :mod:`emulator.p4.preprocessor_expr`) and
+``defined``, ``#error``, ``#warning``; ``#line`` and ``#pragma`` are
+ignored (``#pragma once`` is honoured). Comments are blanked out (newlines
+kept) before directives are read.
 
 The output keeps a source map: every output line knows its file, line and
 text, and columns shifted by macro expansion map back to the macro's use, so
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from emulator.p4.errors import CompileError, Diagnostic, SourceLocation, UnsupportedError
+from emulator.p4.preprocessor_expr import ConditionError, evaluate_condition
 
 BUILTIN_INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 MAX_INCLUDE_DEPTH = 100
@@ -484,8 +486,8 @@ class _Preprocessor:
         text = re.sub(r"\bdefined\s+([A-Za-z_][A-Za-z0-9_]*)", defined, text)
         text = self._expand_text(text, frozenset(), loc)
         try:
-            return _CondExpr(text).evaluate() != 0
-        except _CondError as exc:
+            return evaluate_condition(text) != 0
+        except ConditionError as exc:
             self._error(loc, f"invalid #if expression: {exc}")
             return False
 
@@ -495,113 +497,3 @@ _UNCLOSED = object()
 
 def _mask_strings(text: str) -> str:
     return re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
-
-
-class _CondError(Exception):
-    pass
-
-
-_COND_TOKEN = re.compile(
-    r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][A-Za-z0-9_]*)|"
-    r"(\|\||&&|==|!=|<=|>=|<<|>>|[-+*/%<>&|^!~?:()]))"
-)
-# Binary operators by C precedence, loosest first.
-_BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="),
-                  ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
-
-
-class _CondExpr:
-    """Evaluates a preprocessor ``#if`` expression (C integer arithmetic,
-    identifiers left after macro expansion count as 0)."""
-
-    def __init__(self, text: str) -> None:
-        self.tokens: list[tuple[str, object]] = []
-        pos = 0
-        text = text.rstrip()
-        while pos < len(text):
-            match = _COND_TOKEN.match(text, pos)
-            if match is None or match.end() == pos:
-                raise _CondError(f"unexpected '{text[pos:].strip()[:1]}'")
-            if match.group(1):
-                lit = match.group(1)
-                base = 16 if lit[:2] in ("0x", "0X") else 8 if len(lit) > 1 and lit[0] == "0" else 10
-                try:
-                    self.tokens.append(("num", int(lit, base)))
-                except ValueError:
-                    raise _CondError(f"invalid number '{lit}'") from None
-            elif match.group(2):
-                self.tokens.append(("num", 0))
-            else:
-                self.tokens.append(("op", match.group(3)))
-            pos = match.end()
-        self.pos = 0
-
-    def evaluate(self) -> int:
-        if not self.tokens:
-            raise _CondError("expected an expression")
-        value = self._ternary()
-        if self.pos != len(self.tokens):
-            raise _CondError(f"unexpected '{self.tokens[self.pos][1]}'")
-        return value
-
-    def _peek(self) -> object:
-        return self.tokens[self.pos][1] if self.pos < len(self.tokens) and self.tokens[self.pos][0] == "op" else None
-
-    def _expect(self, op: str) -> None:
-        if self._peek() != op:
-            raise _CondError(f"expected '{op}'")
-        self.pos += 1
-
-    def _ternary(self) -> int:
-        cond = self._binary(0)
-        if self._peek() == "?":
-            self.pos += 1
-            a = self._ternary()
-            self._expect(":")
-            b = self._ternary()
-            return a if cond else b
-        return cond
-
-    def _binary(self, level: int) -> int:
-        if level == len(_BINARY_LEVELS):
-            return self._unary()
-        left = self._binary(level + 1)
-        while self._peek() in _BINARY_LEVELS[level]:
-            op = self.tokens[self.pos][1]
-            self.pos += 1
-            right = self._binary(level + 1)
-            left = _apply_binary(str(op), left, right)
-        return left
-
-    def _unary(self) -> int:
-        op = self._peek()
-        if op in ("!", "~", "-", "+"):
-            self.pos += 1
-            value = self._unary()
-            return {"!": int(not value), "~": ~value, "-": -value, "+": value}[str(op)]
-        if op == "(":
-            self.pos += 1
-            value = self._ternary()
-            self._expect(")")
-            return value
-        if self.pos < len(self.tokens) and self.tokens[self.pos][0] == "num":
-            self.pos += 1
-            return int(self.tokens[self.pos - 1][1])  # type: ignore[arg-type]
-        raise _CondError("expected a value" if self.pos >= len(self.tokens) else f"unexpected '{op}'")
-
-
-def _apply_binary(op: str, a: int, b: int) -> int:
-    if op in ("/", "%") and b == 0:
-        raise _CondError("division by zero")
-    if op == "/":
-        return int(a / b)
-    if op == "%":
-        return a - int(a / b) * b
-    return {
-        "||": lambda: int(bool(a) or bool(b)), "&&": lambda: int(bool(a) and bool(b)),
-        "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
-        "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
-        "<=": lambda: int(a <= b), ">": lambda: int(a > b), ">=": lambda: int(a >= b),
-        "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
-        "*": lambda: a * b,
-    }[op]()

@@ -1,16 +1,20 @@
 """Model -> ``p4.config.v1.P4Info``, reproducing p4c's P4Info serializer.
 
-See ``model.py`` for the rules (and their p4c sources) and ``ids.py`` for
-ids and aliases.  :func:`build_p4info` is the entry point.
+See ``RULES.md`` for the rules (and their p4c sources) and ``ids.py`` for
+ids and aliases.  :func:`build_p4info` is the entry point; the ``type_info``
+section is built by :mod:`.build_types`, preambles, annotations and docs by
+:mod:`.build_preamble`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Iterable, Optional
 
-from p4.config.v1 import p4info_pb2, p4types_pb2
+from p4.config.v1 import p4info_pb2
 
 from . import model as m
+from .build_preamble import add_annotations, add_doc, fill_preamble
+from .build_types import TypeInfoBuilder, constant_bytes
 from .ids import P4Ids, P4InfoError, SymbolTable, allocate_field_ids
 
 _MATCH_TYPES = {
@@ -34,254 +38,6 @@ _METER_UNITS = {
 
 #: Default table size of v1model (``P4V1::V1Model::tableAttributes``).
 DEFAULT_TABLE_SIZE = 1024
-
-_ALWAYS_DROPPED = frozenset({"name", "id", "brief", "description"})
-
-
-def _never(_name: str) -> bool:
-    return False
-
-
-def _add_annotations(msg, obj, drop: Callable[[str], bool] = _never) -> None:
-    """p4c ``Helpers::addAnnotations``: structured all, unstructured filtered."""
-    for sa in getattr(obj, "structured_annotations", ()) or ():
-        _structured(sa, msg.structured_annotations.add())
-    for ann in getattr(obj, "annotations", ()) or ():
-        if ann.name in _ALWAYS_DROPPED or drop(ann.name):
-            continue
-        msg.annotations.append(ann.render())
-
-
-def _structured_value(value, expr) -> None:
-    if isinstance(value, bool):
-        expr.bool_value = value
-    elif isinstance(value, int):
-        if not -(1 << 63) <= value < (1 << 63):
-            raise P4InfoError(
-                f"{value}: integer literal in structured annotation must fit in int64"
-            )
-        expr.int64_value = value
-    elif isinstance(value, str):
-        expr.string_value = value
-    else:
-        raise P4InfoError(f"{value!r}: structured annotation expression should be a literal")
-
-
-def _structured(sa: m.StructuredAnnotation, msg) -> None:
-    msg.name = sa.name
-    if sa.expressions is not None:
-        for v in sa.expressions:
-            _structured_value(v, msg.expression_list.expressions.add())
-    elif sa.kv_pairs is not None:
-        for k, v in sa.kv_pairs:
-            kv = msg.kv_pair_list.kv_pairs.add()
-            kv.key = k
-            _structured_value(v, kv.value)
-
-
-def _add_doc(msg, obj) -> None:
-    brief = getattr(obj, "brief", None)
-    description = getattr(obj, "description", None)
-    if brief is None and description is None:
-        return
-    if brief is not None:
-        msg.doc.brief = brief
-    if description is not None:
-        msg.doc.description = description
-
-
-def _preamble(msg, pid: int, name: str, alias: str, obj,
-              drop: Callable[[str], bool] = _never) -> None:
-    msg.id = pid
-    msg.name = name
-    msg.alias = alias
-    if obj is not None:
-        _add_annotations(msg, obj, drop)
-        _add_doc(msg, obj)
-
-
-def _bytes(value: int, width: int) -> bytes:
-    """p4c ``stringReprConstant``: big-endian, padded to ceil(width/8) bytes."""
-    if value < 0:
-        raise P4InfoError(f"{value}: Negative values not supported yet")
-    if width <= 0:
-        raise P4InfoError("Unexpected width 0")
-    if value.bit_length() > width:
-        raise P4InfoError(f"Cannot represent {value} on {width} bits")
-    return value.to_bytes((width + 7) // 8, "big")
-
-
-class _TypeInfo:
-    """p4c ``TypeSpecConverter`` over the model's named types."""
-
-    def __init__(self, types: Sequence[m.NamedType], info: p4types_pb2.P4TypeInfo):
-        self.info = info
-        self.touched = False
-        self.defs: dict[tuple[str, str], m.NamedType] = {}
-        self.error: Optional[m.ErrorDef] = None
-        for t in types:
-            if isinstance(t, m.ErrorDef):
-                self.error = t
-                continue
-            kind = {
-                m.StructDef: "struct", m.HeaderDef: "header", m.HeaderUnionDef: "header_union",
-                m.EnumDef: "enum", m.SerEnumDef: "serializable_enum", m.NewTypeDef: "new_type",
-            }[type(t)]
-            self.defs[(kind, t.name)] = t
-
-    def touch(self) -> None:
-        self.touched = True
-
-    def _def(self, kind: str, name: str):
-        try:
-            return self.defs[(kind, name)]
-        except KeyError:
-            raise P4InfoError(f"type {kind} '{name}' is not in the model's types") from None
-
-    def spec(self, t: m.TypeSpec, out: Optional[p4types_pb2.P4DataTypeSpec] = None
-             ) -> p4types_pb2.P4DataTypeSpec:
-        """Convert ``t``, registering the named types it reaches."""
-        self.touched = True
-        out = out if out is not None else p4types_pb2.P4DataTypeSpec()
-        if isinstance(t, m.Bits):
-            if t.signed:
-                out.bitstring.int.bitwidth = t.width
-            else:
-                out.bitstring.bit.bitwidth = t.width
-        elif isinstance(t, m.Varbit):
-            out.bitstring.varbit.max_bitwidth = t.max_width
-        elif isinstance(t, m.Bool):
-            out.bool.SetInParent()
-        elif isinstance(t, m.ErrorRef):
-            out.error.SetInParent()
-            self._register_error()
-        elif isinstance(t, m.TupleOf):
-            out.tuple.SetInParent()
-            for member in t.members:
-                self.spec(member, out.tuple.members.add())
-        elif isinstance(t, m.StructRef):
-            out.struct.name = t.name
-            self.register(t)
-        elif isinstance(t, m.HeaderRef):
-            out.header.name = t.name
-            self.register(t)
-        elif isinstance(t, m.HeaderUnionRef):
-            out.header_union.name = t.name
-            self.register(t)
-        elif isinstance(t, m.EnumRef):
-            out.enum.name = t.name
-            self.register(t)
-        elif isinstance(t, m.SerEnumRef):
-            out.serializable_enum.name = t.name
-            self.register(t)
-        elif isinstance(t, m.NewTypeRef):
-            out.new_type.name = t.name
-            self.register(t)
-        elif isinstance(t, m.HeaderStack):
-            out.header_stack.header.name = t.header
-            out.header_stack.size = t.size
-            self.register(m.HeaderRef(t.header))
-        elif isinstance(t, m.HeaderUnionStack):
-            out.header_union_stack.header_union.name = t.header_union
-            out.header_union_stack.size = t.size
-            self.register(m.HeaderUnionRef(t.header_union))
-        else:
-            raise P4InfoError(f"unexpected type {t!r}")
-        return out
-
-    def _register_error(self) -> None:
-        if self.info.HasField("error"):
-            return
-        if self.error is None:
-            raise P4InfoError("the error type is used but the model has no ErrorDef")
-        self.info.error.SetInParent()
-        for name in self.error.members:
-            self.info.error.members.append(name)
-
-    def register(self, t: m.TypeSpec) -> None:
-        """Add the named type ``t`` (and what it reaches) to type_info."""
-        self.touched = True
-        info = self.info
-        if isinstance(t, m.StructRef):
-            if t.name in info.structs:
-                return
-            d = self._def("struct", t.name)
-            spec = p4types_pb2.P4StructTypeSpec()
-            for fname, ftype in d.members:
-                member = spec.members.add()
-                member.name = fname
-                self.spec(ftype, member.type_spec)
-            info.structs[t.name].CopyFrom(spec)
-        elif isinstance(t, m.HeaderRef):
-            if t.name in info.headers:
-                return
-            d = self._def("header", t.name)
-            spec = p4types_pb2.P4HeaderTypeSpec()
-            for fname, ftype in d.members:
-                member = spec.members.add()
-                member.name = fname
-                if not isinstance(ftype, (m.Bits, m.Varbit)):
-                    raise P4InfoError(
-                        f"Only bitstring fields expected in flattened header type {t.name}"
-                    )
-                member.type_spec.CopyFrom(self.spec(ftype).bitstring)
-            info.headers[t.name].CopyFrom(spec)
-        elif isinstance(t, m.HeaderUnionRef):
-            if t.name in info.header_unions:
-                return
-            d = self._def("header_union", t.name)
-            spec = p4types_pb2.P4HeaderUnionTypeSpec()
-            for fname, hname in d.members:
-                member = spec.members.add()
-                member.name = fname
-                member.header.name = hname
-                self.register(m.HeaderRef(hname))
-            info.header_unions[t.name].CopyFrom(spec)
-        elif isinstance(t, m.EnumRef):
-            if t.name in info.enums:
-                return
-            d = self._def("enum", t.name)
-            spec = p4types_pb2.P4EnumTypeSpec()
-            for name in d.members:
-                spec.members.add().name = name
-            info.enums[t.name].CopyFrom(spec)
-        elif isinstance(t, m.SerEnumRef):
-            if t.name in info.serializable_enums:
-                return
-            d = self._def("serializable_enum", t.name)
-            spec = p4types_pb2.P4SerializableEnumTypeSpec()
-            spec.underlying_type.bitwidth = d.width
-            for name, value in d.members:
-                member = spec.members.add()
-                member.name = name
-                member.value = _bytes(value, d.width)
-            info.serializable_enums[t.name].CopyFrom(spec)
-        elif isinstance(t, m.NewTypeRef):
-            if t.name in info.new_types:
-                return
-            d = self._def("new_type", t.name)
-            spec = p4types_pb2.P4NewTypeSpec()
-            original = None
-            if d.original is not None:
-                original = self.spec(d.original)
-            _add_annotations(spec, d, lambda n: n == "p4runtime_translation")
-            if d.translation_uri is not None:
-                spec.translated_type.uri = d.translation_uri
-                if d.sdn_bitwidth is None:
-                    spec.translated_type.sdn_string.SetInParent()
-                else:
-                    spec.translated_type.sdn_bitwidth = d.sdn_bitwidth
-            else:
-                if original is None:
-                    raise P4InfoError(f"new type {t.name} has no original type")
-                spec.original_type.CopyFrom(original)
-            info.new_types[t.name].CopyFrom(spec)
-        elif isinstance(t, m.ErrorRef):
-            self._register_error()
-        elif isinstance(t, (m.Bits, m.Varbit, m.Bool)):
-            pass
-        else:
-            self.spec(t)
 
 
 def _type_name(t: Optional[m.TypeSpec]) -> Optional[str]:
@@ -346,7 +102,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
     tutorials, do not have it).
     """
     p4info = p4info_pb2.P4Info()
-    tinfo = _TypeInfo(model.types, p4info.type_info)
+    tinfo = TypeInfoBuilder(model.types, p4info.type_info)
 
     # The CreateBuiltins rule may add NoAction refs; resolve first.
     tables = []
@@ -375,7 +131,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
         msg = p4info.tables.add()
         name = t.name
         tid = symbols.id(P4Ids.TABLE, name)
-        _preamble(msg.preamble, tid, name, symbols.alias(name), t)
+        fill_preamble(msg.preamble, tid, name, symbols.alias(name), t)
 
         key_ids = allocate_field_ids([k.id for k in t.key], f"table {name} key")
         for k, kid in zip(t.key, key_ids):
@@ -386,8 +142,8 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
             mf = msg.match_fields.add()
             mf.id = kid
             mf.name = k.name
-            _add_annotations(mf, k)
-            _add_doc(mf, k)
+            add_annotations(mf, k)
+            add_doc(mf, k)
             mf.bitwidth = k.bitwidth
             mt = _MATCH_TYPES.get(k.match_kind)
             if mt is not None:
@@ -401,7 +157,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
         for ref in refs:
             ar = msg.action_refs.add()
             ar.id = action_id(ref.name)
-            _add_annotations(ar, ref)
+            add_annotations(ar, ref)
             names = {a.name for a in ref.annotations}
             table_only = "tableonly" in names
             default_only = "defaultonly" in names
@@ -442,7 +198,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
                 arg = ida.arguments.add()
                 arg.param_id = param.id if param.id is not None else param_id
                 param_id += 1
-                arg.value = _bytes(int(value), param.bitwidth)
+                arg.value = constant_bytes(int(value), param.bitwidth)
 
         if t.implementation is not None:
             if not symbols.has(P4Ids.ACTION_PROFILE, t.implementation):
@@ -458,7 +214,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
             dcid = symbols.id(P4Ids.DIRECT_COUNTER, dc.name)
             msg.direct_resource_ids.append(dcid)
             c = p4info.direct_counters.add()
-            _preamble(c.preamble, dcid, dc.name, symbols.alias(dc.name), dc)
+            fill_preamble(c.preamble, dcid, dc.name, symbols.alias(dc.name), dc)
             c.spec.unit = _unit(_COUNTER_UNITS, dc.unit, dc.name)
             c.direct_table_id = tid
         if t.direct_meter is not None:
@@ -468,7 +224,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
             dmid = symbols.id(P4Ids.DIRECT_METER, dm.name)
             msg.direct_resource_ids.append(dmid)
             me = p4info.direct_meters.add()
-            _preamble(me.preamble, dmid, dm.name, symbols.alias(dm.name), dm)
+            fill_preamble(me.preamble, dmid, dm.name, symbols.alias(dm.name), dm)
             me.spec.unit = _unit(_METER_UNITS, dm.unit, dm.name)
             me.direct_table_id = tid
 
@@ -488,14 +244,14 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
             continue
         emitted.add(a.name)
         msg = p4info.actions.add()
-        _preamble(msg.preamble, symbols.id(P4Ids.ACTION, a.name), a.name, symbols.alias(a.name), a)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.ACTION, a.name), a.name, symbols.alias(a.name), a)
         pids = allocate_field_ids([p.id for p in a.params], f"action {a.name}")
         for p, pid in zip(a.params, pids):
             pm = msg.params.add()
             pm.id = pid
             pm.name = p.name
-            _add_annotations(pm, p)
-            _add_doc(pm, p)
+            add_annotations(pm, p)
+            add_doc(pm, p)
             if not isinstance(p.type, m.EnumRef):
                 pm.bitwidth = p.bitwidth
             tinfo.spec(p.type if p.type is not None else m.Bits(max(p.bitwidth, 1)))
@@ -518,15 +274,15 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
     for c in model.counters:
         tinfo.touch()
         msg = p4info.counters.add()
-        _preamble(msg.preamble, symbols.id(P4Ids.COUNTER, c.name), c.name,
-                  symbols.alias(c.name), c)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.COUNTER, c.name), c.name,
+                      symbols.alias(c.name), c)
         msg.spec.unit = _unit(_COUNTER_UNITS, c.unit, c.name)
         msg.size = c.size
     for me in model.meters:
         tinfo.touch()
         msg = p4info.meters.add()
-        _preamble(msg.preamble, symbols.id(P4Ids.METER, me.name), me.name,
-                  symbols.alias(me.name), me)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.METER, me.name), me.name,
+                      symbols.alias(me.name), me)
         msg.spec.unit = _unit(_METER_UNITS, me.unit, me.name)
         msg.size = me.size
     for dc in model.direct_counters:
@@ -538,8 +294,8 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
 
     for r in model.registers:
         msg = p4info.registers.add()
-        _preamble(msg.preamble, symbols.id(P4Ids.REGISTER, r.name), r.name,
-                  symbols.alias(r.name), r)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.REGISTER, r.name), r.name,
+                      symbols.alias(r.name), r)
         msg.size = r.size
         tinfo.spec(r.type_spec, msg.type_spec)
 
@@ -550,8 +306,8 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
             continue
         digests_done.add(d.name)
         msg = p4info.digests.add()
-        _preamble(msg.preamble, symbols.id(P4Ids.DIGEST, d.name), d.name,
-                  symbols.alias(d.name), None)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.DIGEST, d.name), d.name,
+                      symbols.alias(d.name), None)
         msg.type_spec.CopyFrom(spec)
 
     for ch in model.controller_headers:
@@ -564,8 +320,8 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
         holder = m.Annotated(annotations=annotations,
                              structured_annotations=ch.structured_annotations,
                              brief=ch.brief, description=ch.description)
-        _preamble(msg.preamble, symbols.id(P4Ids.CONTROLLER_HEADER, ch.name),
-                  ch.controller_name, ch.controller_name, holder)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.CONTROLLER_HEADER, ch.name),
+                      ch.controller_name, ch.controller_name, holder)
         fids = allocate_field_ids([f.id for f in ch.fields], f"header {ch.name}")
         for f, fid in zip(ch.fields, fids):
             if f.hidden:
@@ -573,7 +329,7 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
             md = msg.metadata.add()
             md.id = fid
             md.name = f.name
-            _add_annotations(md, f)
+            add_annotations(md, f)
             md.bitwidth = f.bitwidth
             tinfo.spec(f.type if f.type is not None else m.Bits(max(f.bitwidth, 1)))
             tn = _type_name(f.type)
@@ -582,8 +338,8 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
 
     for vs in model.value_sets:
         msg = p4info.value_sets.add()
-        _preamble(msg.preamble, symbols.id(P4Ids.VALUE_SET, vs.name), vs.name,
-                  symbols.alias(vs.name), vs)
+        fill_preamble(msg.preamble, symbols.id(P4Ids.VALUE_SET, vs.name), vs.name,
+                      symbols.alias(vs.name), vs)
         msg.size = vs.size
         el = vs.element
         if isinstance(el, int):
@@ -614,8 +370,8 @@ def build_p4info(model: m.P4InfoModel, *, initial_default_action: bool = True
                     mt.match_type = kind
                 else:
                     mt.other_match_type = f.match_kind
-                _add_annotations(mt, f, lambda n: n == "match")
-                _add_doc(mt, f)
+                add_annotations(mt, f, lambda n: n == "match")
+                add_doc(mt, f)
 
     # Duplicate names per kind (p4c checkForDuplicates).
     for kind, objs in (
@@ -654,8 +410,8 @@ def _unit(table: dict, unit: str, what: str) -> int:
 def _add_action_profile(p4info, symbols: SymbolTable, ap: m.ActionProfile, tables) -> None:
     msg = p4info.action_profiles.add()
     apid = symbols.id(P4Ids.ACTION_PROFILE, ap.name)
-    _preamble(msg.preamble, apid, ap.name, symbols.alias(ap.name), ap,
-              lambda n: n in ("max_group_size", "selector_size_semantics", "max_member_weight"))
+    fill_preamble(msg.preamble, apid, ap.name, symbols.alias(ap.name), ap,
+                  lambda n: n in ("max_group_size", "selector_size_semantics", "max_member_weight"))
     users = sorted({t.name for t, _, _ in tables if t.implementation == ap.name},
                    key=lambda n: n.encode("utf-8"))
     for tname in users:
@@ -692,5 +448,5 @@ def _pkg_info(msg, pkg: m.PkgInfo) -> None:
                          "multicast_group_table_max_replicas_per_entry"):
                 continue  # p4c warns and ignores unknown keys
             setattr(msg.platform_properties, k, int(v))
-    _add_annotations(msg, pkg, lambda n: n in ("pkginfo", "platform_property"))
-    _add_doc(msg, pkg)
+    add_annotations(msg, pkg, lambda n: n in ("pkginfo", "platform_property"))
+    add_doc(msg, pkg)

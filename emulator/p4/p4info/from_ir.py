@@ -1,8 +1,12 @@
 """The front end's IR -> :class:`~.model.P4InfoModel` (and P4Info).
 
-:func:`p4info_model` applies the rules of :mod:`.model` (its docstring is
-the rulebook) to a checked :class:`emulator.p4.ir.Program`; :func:`p4info_for`
-also runs :func:`~.build.build_p4info`.  Everything is derived from the IR:
+:func:`p4info_model` applies the rules of ``RULES.md`` (the rulebook of
+:mod:`.model`) to a checked :class:`emulator.p4.ir.Program`;
+:func:`p4info_for` also runs :func:`~.build.build_p4info`.  This module
+owns the conversion of blocks, tables, actions, extern instances, value
+sets, controller headers and the package; :mod:`.ir_walk` walks and
+inlines code, :mod:`.ir_types` converts types and :mod:`.ir_annotations`
+annotations.  Everything is derived from the IR:
 
 * **Blocks** are visited in ``main``'s argument order (global extern
   instances first).  A control's instantiated sub-controls are inlined as
@@ -55,7 +59,6 @@ recognised as one not owned by any block whose name has no ``.``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterable, Iterator, Optional, Sequence
 
 from emulator.p4 import ir
@@ -65,421 +68,22 @@ from emulator.p4.ast import parse_integer_text
 from . import model as m
 from .build import build_p4info
 from .ids import P4InfoError
-
-__all__ = ["p4info_model", "p4info_for", "render_annotation", "convert_annotations"]
-
-# --------------------------------------------------------------------------
-# Annotations
-
-#: Annotations whose body p4c parses as expressions before P4Info is built
-#: (frontends/p4/parseAnnotations.cpp, control-plane/p4RuntimeAnnotations.h).
-_PARSED_EXPRESSIONS = frozenset({
-    "name", "deprecated", "noWarn", "length", "match", "synchronous", "field_list",
-    "command_line", "controller_header", "id", "brief", "description", "max_group_size",
-    "selector_size_semantics", "max_member_weight", "p4runtime_translation",
-})
-#: Annotations p4c parses as ``key=value`` lists.
-_PARSED_KV = frozenset({"pkginfo", "platform_property"})
-
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
-def _tokens(a: T.Annotation) -> tuple[str, ...]:
-    """The body tokens of ``a`` (string literals in double quotes)."""
-    if a.tokens:
-        return a.tokens
-    if a.args:  # an annotation built without the parser (tests, irkit)
-        out: list[str] = []
-        for i, v in enumerate(a.args):
-            if i:
-                out.append(",")
-            out.append('"%s"' % v if isinstance(v, str) else str(v))
-        return tuple(out)
-    return tuple(a.raw.split()) if a.raw else ()
-
-
-def _split_commas(tokens: Sequence[str]) -> list[list[str]]:
-    """Top-level comma-separated groups of ``tokens``."""
-    groups: list[list[str]] = [[]]
-    depth = 0
-    for tok in tokens:
-        if tok in _OPEN:
-            depth += 1
-        elif tok in (")", "]", "}"):
-            depth -= 1
-        if tok == "," and depth == 0:
-            groups.append([])
-        else:
-            groups[-1].append(tok)
-    if groups == [[]]:
-        return []
-    return groups
-
-
-def _is_word(tok: str) -> bool:
-    return bool(tok) and (tok[0].isalnum() or tok[0] in "_$")
-
-
-def _print_expr(tokens: Sequence[str]) -> str:
-    """An expression's tokens spaced as p4c's ToP4 prints the expression."""
-    out = ""
-    prev: Optional[str] = None
-    prev2: Optional[str] = None
-    for tok in tokens:
-        glue = (
-            prev is None
-            or tok in (")", "]", ".", ",")
-            or prev in ("(", "[", ".")
-            or (tok in ("(", "[") and prev is not None and (_is_word(prev) or prev in (")", "]")))
-            or (prev in ("-", "!", "~") and (prev2 is None or not (
-                _is_word(prev2) or prev2 in (")", "]") or prev2.startswith('"'))))
-        )
-        out += tok if glue else " " + tok
-        prev2, prev = prev, tok
-    return out
-
-
-def render_annotation(a: T.Annotation) -> m.Annotation:
-    """The unstructured annotation ``a`` as p4c prints it in P4Info."""
-    tokens = _tokens(a)
-    if not tokens:
-        return m.Annotation(a.name)
-    if a.name in _PARSED_EXPRESSIONS:
-        return m.Annotation.from_exprs(a.name, [_print_expr(g) for g in _split_commas(tokens)])
-    if a.name in _PARSED_KV:
-        parts = []
-        for g in _split_commas(tokens):
-            if len(g) >= 2 and g[1] == "=":
-                parts.append("%s=%s" % (g[0], _print_expr(g[2:])))
-            else:
-                parts.append(_print_expr(g))
-        return m.Annotation(a.name, "@%s(%s)" % (a.name, ", ".join(parts)))
-    return m.Annotation.from_tokens(a.name, tokens)
-
-
-# ---- structured annotations: compile-time values of token expressions
-
-
-class _ExprParser:
-    """Evaluates a structured annotation expression (literals and operators,
-    as p4c's constant folding does before serializing them)."""
-
-    _BINARY = [
-        ("||",), ("&&",), ("==", "!="), ("<", "<=", ">", ">="), ("|",), ("^",), ("&",),
-        ("<<", ">>"), ("+", "-", "++"), ("*", "/", "%"),
-    ]
-
-    def __init__(self, tokens: Sequence[str], where: str) -> None:
-        self.toks = list(tokens)
-        self.i = 0
-        self.where = where
-
-    def fail(self, what: str) -> P4InfoError:
-        return P4InfoError(f"{self.where}: {what}: structured annotation expression "
-                           "should be a literal")
-
-    def peek(self) -> Optional[str]:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self) -> str:
-        tok = self.peek()
-        if tok is None:
-            raise self.fail("unexpected end")
-        self.i += 1
-        return tok
-
-    def parse(self) -> m.StructuredValue:
-        value = self.binary(0)
-        if self.peek() is not None:
-            raise self.fail(f"unexpected {self.peek()!r}")
-        return value
-
-    def binary(self, level: int) -> m.StructuredValue:
-        if level == len(self._BINARY):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.peek() in self._BINARY[level]:
-            op = self.take()
-            right = self.binary(level + 1)
-            left = self.apply(op, left, right)
-        return left
-
-    def apply(self, op: str, a: m.StructuredValue, b: m.StructuredValue) -> m.StructuredValue:
-        if op in ("==", "!="):
-            return (a == b) == (op == "==")
-        if op in ("&&", "||"):
-            if not isinstance(a, bool) or not isinstance(b, bool):
-                raise self.fail(op)
-            return (a and b) if op == "&&" else (a or b)
-        if op == "++" and isinstance(a, str) and isinstance(b, str):
-            return a + b
-        if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, int) \
-                or not isinstance(b, int):
-            raise self.fail(op)
-        if op in ("/", "%") and b == 0:
-            raise self.fail("division by zero")
-        return {
-            "<": lambda: a < b, "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b,
-            "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
-            "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
-            "*": lambda: a * b, "/": lambda: a // b, "%": lambda: a % b,
-        }[op]()
-
-    def unary(self) -> m.StructuredValue:
-        tok = self.take()
-        if tok == "(":
-            value = self.binary(0)
-            if self.take() != ")":
-                raise self.fail("missing ')'")
-            return value
-        if tok in ("-", "!", "~"):
-            value = self.unary()
-            if tok == "!" and isinstance(value, bool):
-                return not value
-            if tok != "!" and isinstance(value, int) and not isinstance(value, bool):
-                return -value if tok == "-" else ~value
-            raise self.fail(tok)
-        if tok.startswith('"') and tok.endswith('"') and len(tok) >= 2:
-            return tok[1:-1]
-        if tok in ("true", "false"):
-            return tok == "true"
-        parsed = parse_integer_text(tok)
-        if parsed is not None:
-            return parsed[0]
-        raise self.fail(repr(tok))
-
-
-def _structured(a: T.Annotation, where: str) -> m.StructuredAnnotation:
-    groups = _split_commas(_tokens(a))
-    if groups and all(len(g) >= 2 and _is_word(g[0]) and g[1] == "=" for g in groups):
-        pairs = tuple((g[0], _ExprParser(g[2:], where).parse()) for g in groups)
-        return m.StructuredAnnotation(a.name, kv_pairs=pairs)
-    values = tuple(_ExprParser(g, where).parse() for g in groups)
-    return m.StructuredAnnotation(a.name, expressions=values)
-
-
-def _string_arg(a: T.Annotation) -> Optional[str]:
-    if a.args and isinstance(a.args[0], str):
-        return a.args[0]
-    toks = _tokens(a)
-    if len(toks) == 1 and toks[0].startswith('"') and toks[0].endswith('"'):
-        return toks[0][1:-1]
-    return None
-
-
-def _int_arg(a: T.Annotation, where: str) -> int:
-    if a.args and isinstance(a.args[0], int) and not isinstance(a.args[0], bool):
-        return a.args[0]
-    toks = _tokens(a)
-    if len(toks) == 1:
-        parsed = parse_integer_text(toks[0])
-        if parsed is not None:
-            return parsed[0]
-    raise P4InfoError(f"{where}: @{a.name} needs an integer argument")
-
-
-def convert_annotations(annotations: Iterable[T.Annotation], where: str = "") -> dict:
-    """``annotations`` as the keyword arguments of :class:`~.model.Annotated`:
-    ``annotations``, ``structured_annotations``, ``brief`` and
-    ``description``."""
-    plain: list[m.Annotation] = []
-    structured: list[m.StructuredAnnotation] = []
-    brief = description = None
-    for a in annotations:
-        if a.structured:
-            structured.append(_structured(a, where))
-            continue
-        if a.name == "brief":
-            brief = _string_arg(a)
-        elif a.name == "description":
-            description = _string_arg(a)
-        plain.append(render_annotation(a))
-    return dict(annotations=plain, structured_annotations=structured, brief=brief,
-                description=description)
-
-
-def _find(annotations: Iterable[T.Annotation], name: str) -> Optional[T.Annotation]:
-    for a in annotations:
-        if a.name == name and not a.structured:
-            return a
-    return None
-
-
-def _id(annotations: Iterable[T.Annotation], where: str) -> Optional[int]:
-    a = _find(annotations, "id")
-    return None if a is None else _int_arg(a, where)
-
-
-def _hidden(annotations: Iterable[T.Annotation]) -> bool:
-    return _find(annotations, "hidden") is not None
-
-
-def _cp_name(name: str, annotations: Iterable[T.Annotation]) -> str:
-    """p4c ``controlPlaneName``: the ``@name`` string (one leading dot
-    dropped) or the identifier."""
-    a = _find(annotations, "name")
-    given = None if a is None else _string_arg(a)
-    if given is None:
-        return name
-    return given[1:] if given.startswith(".") else given
-
-
-# --------------------------------------------------------------------------
-# Walking IR code
-
-_IR_NODES = (ir.Expr, ir.Stmt, ir.SwitchCase, ir.SelectCase, ir.Select)
-
-
-def _children(node: object) -> Iterator[object]:
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        if f.name in ("loc", "type"):
-            continue
-        yield from _nodes(getattr(node, f.name))
-
-
-def _nodes(value: object) -> Iterator[object]:
-    if isinstance(value, _IR_NODES):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _nodes(item)
-
-
-class _Walk:
-    """What a piece of code does, with sub-controls and functions inlined
-    (and action calls too when ``inline_actions``)."""
-
-    def __init__(self, inline_actions: bool) -> None:
-        self.inline_actions = inline_actions
-        self.tables: list[ir.Table] = []
-        self.action_refs: list[ir.Action] = []  # calls and switch labels, in order
-        self.extern_calls: list[ir.ExternCall] = []
-        self.sub_blocks: list[ir.Control | ir.Parser] = []
-        self._active: list[object] = []
-
-    def code(self, nodes: Iterable[object]) -> "_Walk":
-        for node in nodes:
-            self.node(node)
-        return self
-
-    def block(self, block: ir.Control | ir.Parser) -> "_Walk":
-        """A control's or parser's code (variable initialisers included)."""
-        if block in self._active:
-            return self
-        self._active.append(block)
-        self.code(block.locals)
-        if isinstance(block, ir.Control):
-            self.node(block.body)
-        else:
-            for state in block.states.values():
-                self.code(state.stmts)
-                if isinstance(state.transition, ir.Select):
-                    self.node(state.transition)
-        self._active.pop()
-        return self
-
-    def node(self, node: object) -> None:
-        if isinstance(node, ir.If) and isinstance(node.cond, ir.Const) \
-                and isinstance(node.cond.value, bool):
-            # p4c folds `if (true)`/`if (false)` away with the dead branch.
-            branch = node.then if node.cond.value else node.otherwise
-            if branch is not None:
-                self.node(branch)
-            return
-        if isinstance(node, (ir.TableApply, ir.TableApplyResult)):
-            self.tables.append(node.table)
-            if node.table not in self._active:
-                # A key may apply another table (p4c moves it before the apply).
-                self._active.append(node.table)
-                self.code(k.expr for k in node.table.keys)
-                self._active.pop()
-        elif isinstance(node, ir.ActionCall):
-            self.action_refs.append(node.action)
-            if self.inline_actions and node.action not in self._active:
-                self._active.append(node.action)
-                self.node(node.action.body)
-                self._active.pop()
-        elif isinstance(node, ir.SubApply):
-            self.sub_blocks.append(node.block)
-            self.block(node.block)
-        elif isinstance(node, ir.FunctionCall):
-            if node.function not in self._active:
-                self._active.append(node.function)
-                self.node(node.function.body)
-                self._active.pop()
-        elif isinstance(node, ir.ExternCall):
-            self.extern_calls.append(node)
-        elif isinstance(node, ir.SwitchCase):
-            self.action_refs.extend(x for x in node.labels if isinstance(x, ir.Action))
-        for child in _children(node):
-            self.node(child)
-
-
-def _in(obj: object, seq: Iterable[object]) -> bool:
-    return any(obj is x for x in seq)
-
-
-def _unique(items: Iterable) -> list:
-    out: list = []
-    seen: set[int] = set()
-    for x in items:
-        if id(x) not in seen:
-            seen.add(id(x))
-            out.append(x)
-    return out
-
-
-def _pos(loc) -> Optional[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
-    return None if loc is None else (loc.file, loc.line, loc.col)
-
-
-# --------------------------------------------------------------------------
-# Flattening blocks (p4c Inline)
-
-
-@dataclasses.dataclass
-class _Flat:
-    """A block with its applied sub-blocks inlined."""
-
-    actions: list[ir.Action]
-    tables: list[ir.Table]
-    instances: list[ir.Instance]
-    value_sets: list[ir.ValueSet]
-    body: _Walk
-
-
-def _splice(own: list, sub: list, at) -> list:  # type: ignore[no-untyped-def]
-    """Insert ``sub`` into ``own`` (declaration order) at source position ``at``."""
-    if at is None:
-        return own + sub
-    for i, x in enumerate(own):
-        p = _pos(getattr(x, "loc", None))
-        if p is not None and p[0] == at[0] and p[1:] > at[1:]:
-            return own[:i] + sub + own[i:]
-    return own + sub
-
-
-def _flatten(block: ir.Control | ir.Parser) -> _Flat:
-    body = _Walk(inline_actions=False).block(block)
-    actions = list(block.actions) if isinstance(block, ir.Control) else []
-    tables = list(block.tables) if isinstance(block, ir.Control) else []
-    instances = list(block.instances)
-    value_sets = list(block.value_sets) if isinstance(block, ir.Parser) else []
-    applied = _unique(body.sub_blocks)
-    for sub in block.sub_blocks:
-        if not _in(sub, applied):
-            continue  # never applied: p4c removes the instance
-        inner = _flatten(sub)
-        at = _pos(getattr(sub, "instance_loc", None))
-        actions = _splice(actions, inner.actions, at)
-        tables = _splice(tables, inner.tables, at)
-        instances = _splice(instances, inner.instances, at)
-        value_sets = value_sets + inner.value_sets
-    return _Flat(actions, tables, instances, value_sets, body)
-
-
-# --------------------------------------------------------------------------
-# The converter
+from .ir_annotations import (
+    PARSED_KV,
+    annotated_id,
+    body_tokens,
+    control_plane_name,
+    convert_annotations,
+    int_arg,
+    is_hidden,
+    plain_annotation,
+    split_commas,
+    string_arg,
+)
+from .ir_types import flat_fields, named_types, type_name, type_spec, width_and_type
+from .ir_walk import CodeWalk, flatten, is_in, source_pos, unique
+
+__all__ = ["p4info_model", "p4info_for"]
 
 
 class _Converter:
@@ -488,114 +92,10 @@ class _Converter:
         self.model = m.P4InfoModel()
         self.digest_names: dict[tuple[int, int], str] = {}
 
-    # ---- types --------------------------------------------------------------
-    def type_name(self, t: T.Type) -> str:
-        return _cp_name(t.name, getattr(t, "annotations", ()))  # type: ignore[union-attr]
-
-    def spec(self, t: T.Type, where: str) -> m.TypeSpec:
-        if isinstance(t, T.BitsType):
-            return m.Bits(t.width, t.signed)
-        if isinstance(t, T.VarbitType):
-            return m.Varbit(t.max_width)
-        if isinstance(t, T.BoolType):
-            return m.Bool()
-        if isinstance(t, T.ErrorType):
-            return m.ErrorRef()
-        if isinstance(t, T.TupleType):
-            return m.TupleOf(tuple(self.spec(e, where) for e in t.elements))
-        if isinstance(t, T.StructType):
-            return m.StructRef(self.type_name(t))
-        if isinstance(t, T.HeaderType):
-            return m.HeaderRef(self.type_name(t))
-        if isinstance(t, T.HeaderUnionType):
-            return m.HeaderUnionRef(self.type_name(t))
-        if isinstance(t, T.EnumType):
-            return m.SerEnumRef(t.name) if t.underlying is not None else m.EnumRef(t.name)
-        if isinstance(t, T.StackType):
-            if isinstance(t.element, T.HeaderUnionType):
-                return m.HeaderUnionStack(self.type_name(t.element), t.size)
-            return m.HeaderStack(self.type_name(t.element), t.size)
-        raise P4InfoError(f"{where}: unexpected type {t}")
-
-    def named_types(self) -> list[m.NamedType]:
-        out: list[m.NamedType] = [m.ErrorDef(list(self.program.errors))]
-        seen: set[tuple[str, str]] = set()
-        for t in _unique(self.program.types.values()):
-            try:
-                self._named(t, out, seen)
-            except P4InfoError:
-                continue  # not describable; an error only if P4Info refers to it
-        return out
-
-    def _named(self, t: T.Type, out: list, seen: set) -> None:  # type: ignore[type-arg]
-        if isinstance(t, T.StackType):
-            t = t.element
-        if not isinstance(t, (T.StructType, T.HeaderType, T.HeaderUnionType, T.EnumType)):
-            return
-        key = (type(t).__name__ + ("ser" if isinstance(t, T.EnumType) and t.underlying else ""),
-               t.name)
-        if key in seen:
-            return
-        seen.add(key)
-        where = f"type {t.name}"
-        if isinstance(t, T.EnumType):
-            if t.underlying is not None:
-                out.append(m.SerEnumDef(t.name, t.underlying.width, list(zip(t.members, t.values))))
-            else:
-                out.append(m.EnumDef(t.name, list(t.members)))
-            return
-        name = self.type_name(t)
-        if isinstance(t, T.HeaderType):
-            members = [(n, self._bitstring(ft, where)) for n, ft, _f in self._flat_fields(t)]
-            out.append(m.HeaderDef(name, members))  # type: ignore[arg-type]
-        elif isinstance(t, T.HeaderUnionType):
-            out.append(m.HeaderUnionDef(name, [
-                (_cp_name(f.name, f.annotations), self.type_name(f.type)) for f in t.fields]))
-        else:
-            out.append(m.StructDef(name, [
-                (_cp_name(f.name, f.annotations), self.spec(f.type, where)) for f in t.fields]))
-        for f in t.fields:
-            self._named(f.type, out, seen)
-
-    def _flat_fields(self, t: T.HeaderType | T.StructType, prefix: str = ""
-                     ) -> Iterator[tuple[str, T.Type, T.Field]]:
-        """p4c FlattenHeader: nested struct fields as ``s.f``, depth first."""
-        for f in t.fields:
-            name = prefix + _cp_name(f.name, f.annotations)
-            if isinstance(f.type, T.StructType):
-                yield from self._flat_fields(f.type, name + ".")
-            else:
-                yield name, f.type, f  # type: ignore[misc]
-
-    @staticmethod
-    def _bitstring(t: T.Type, where: str) -> m.Bits | m.Varbit:
-        if isinstance(t, T.VarbitType):
-            return m.Varbit(t.max_width)
-        try:
-            width = T.field_width(t)
-        except TypeError:
-            raise P4InfoError(f"{where}: header field of type {t}") from None
-        signed = isinstance(t, T.BitsType) and t.signed
-        return m.Bits(width, signed)
-
-    def _width_and_type(self, t: T.Type, where: str) -> tuple[int, Optional[m.TypeSpec]]:
-        """p4c getTypeWidth, and the named type a field of type ``t`` refers to."""
-        if isinstance(t, T.BitsType):
-            return t.width, None
-        if isinstance(t, T.BoolType):
-            return 1, m.Bool()
-        if isinstance(t, T.EnumType):
-            if t.underlying is not None:
-                return t.underlying.width, m.SerEnumRef(t.name)
-            return 0, m.EnumRef(t.name)
-        if isinstance(t, T.ErrorType):
-            return 0, m.ErrorRef()  # p4c treats error as a string
-        raise P4InfoError(f"{where}: type {t} cannot be exposed to the control plane")
-
     # ---- program ------------------------------------------------------------
     def run(self) -> m.P4InfoModel:
         p = self.program
-        self.model.types = self.named_types()
+        self.model.types = named_types(self.program)
         owned: set[int] = set()
         for block in self._all_blocks(p.package.blocks):
             owned.update(id(i) for i in block.instances)
@@ -619,9 +119,9 @@ class _Converter:
 
     # ---- controls -----------------------------------------------------------
     def control(self, block: ir.Control) -> None:
-        flat = _flatten(block)
+        flat = flatten(block)
         applied = flat.body.tables
-        tables = [t for t in flat.tables if _in(t, applied)]
+        tables = [t for t in flat.tables if is_in(t, applied)]
         own = flat.actions
 
         # References in p4c LocalizeAllActions order: remaining tables, then
@@ -633,15 +133,15 @@ class _Converter:
             refs.extend(e.action.action for e in t.entries)
         table_refs = list(refs)
         refs.extend(flat.body.action_refs)
-        globals_ = [a for a in _unique(refs) if not _in(a, own)]
-        actions = globals_ + [a for a in own if _in(a, refs)]
+        globals_ = [a for a in unique(refs) if not is_in(a, own)]
+        actions = globals_ + [a for a in own if is_in(a, refs)]
 
         for t in tables:
             self.model.tables.append(self.table(t))
         for a in actions:
             # p4c RemoveActionParameters: an action invoked directly (its
             # copy for that call, listed after a table's copy) has no params.
-            self.model.actions.append(self.action(a, params=_in(a, table_refs)))
+            self.model.actions.append(self.action(a, params=is_in(a, table_refs)))
 
         # Extern instances: those built in a removed table's property go too.
         in_place: dict[int, ir.Table] = {}
@@ -651,13 +151,13 @@ class _Converter:
                     in_place[id(inst)] = t
         for inst in flat.instances:
             owner = in_place.get(id(inst))
-            if owner is not None and not _in(owner, tables):
+            if owner is not None and not is_in(owner, tables):
                 continue
             self.extern(inst, in_place=owner is not None)
 
         # Digests and extern functions: actions first, then the apply block.
         for a in actions:
-            self.calls(_Walk(inline_actions=True).code([a.body]).extern_calls, block)
+            self.calls(CodeWalk(inline_actions=True).code([a.body]).extern_calls, block)
         self.calls(flat.body.extern_calls, block)
 
     @staticmethod
@@ -673,7 +173,7 @@ class _Converter:
                 "(p4c refuses to write P4Info for it too)")
         if inst.name != inst.local_name:
             return False
-        a, b = _pos(inst.loc), _pos(table.loc)
+        a, b = source_pos(inst.loc), source_pos(table.loc)
         if a is None or b is None:
             return True
         return a[0] == b[0] and a[1:] > b[1:]
@@ -692,23 +192,23 @@ class _Converter:
             else:
                 raise P4InfoError(f"{call.loc}: digest() without a data argument")
             if isinstance(t, (T.StructType, T.HeaderType, T.HeaderUnionType)):
-                name = self.type_name(t)
+                name = type_name(t)
             else:
                 key = (id(block), id(call))
                 if key not in self.digest_names:
                     self.digest_names[key] = "digest_%d" % len(self.digest_names)
                 name = self.digest_names[key]
-            self.model.digests.append(m.Digest(name=name, type_spec=self.spec(t, name)))
+            self.model.digests.append(m.Digest(name=name, type_spec=type_spec(t, name)))
 
     def table(self, t: ir.Table) -> m.Table:
         where = f"table {t.name}"
         keys = []
         for k in t.keys:
-            width, ktype = self._width_and_type(k.expr.type, f"{where} key {k.name}")
+            width, ktype = width_and_type(k.expr.type, f"{where} key {k.name}")
             if isinstance(ktype, m.Bool):
                 ktype = None
             keys.append(m.MatchField(name=k.name, bitwidth=width, match_kind=k.match_kind,
-                                     id=_id(k.annotations, where), type=ktype,
+                                     id=annotated_id(k.annotations, where), type=ktype,
                                      **convert_annotations(k.annotations, where)))
         refs = [m.ActionRef(name=r.action.name, **convert_annotations(r.annotations, where))
                 for r in t.actions]
@@ -728,7 +228,7 @@ class _Converter:
             direct_meter=t.direct_meter.name if t.direct_meter else None,
             is_const_table=t.entries_const, has_initial_entries=len(t.entries) > 0,
             support_timeout=isinstance(timeout, ir.Const) and timeout.value is True,
-            id=_id(t.annotations, where), hidden=_hidden(t.annotations),
+            id=annotated_id(t.annotations, where), hidden=is_hidden(t.annotations),
             **convert_annotations(t.annotations, where))
 
     def action(self, a: ir.Action, params: bool = True) -> m.Action:
@@ -738,15 +238,15 @@ class _Converter:
         for p in a.params if params else ():
             if p.direction:
                 continue  # bound by the caller, removed by the front end
-            width, ptype = self._width_and_type(p.type, f"{where} parameter {p.name}")
+            width, ptype = width_and_type(p.type, f"{where} parameter {p.name}")
             if isinstance(ptype, m.ErrorRef):
                 raise P4InfoError(f"{where}: parameter {p.name} has a type which is not "
                                   "bit<>, int<>, bool, type or serializable enum")
-            listed.append(m.Param(name=_cp_name(p.name, p.annotations), bitwidth=width,
-                                  id=_id(p.annotations, where), type=ptype,
+            listed.append(m.Param(name=control_plane_name(p.name, p.annotations), bitwidth=width,
+                                  id=annotated_id(p.annotations, where), type=ptype,
                                   **convert_annotations(p.annotations, where)))
-        return m.Action(name=a.name, params=listed, id=_id(a.annotations, where),
-                        hidden=_hidden(a.annotations), **convert_annotations(a.annotations, where))
+        return m.Action(name=a.name, params=listed, id=annotated_id(a.annotations, where),
+                        hidden=is_hidden(a.annotations), **convert_annotations(a.annotations, where))
 
     # ---- extern instances ---------------------------------------------------
     @staticmethod
@@ -769,7 +269,7 @@ class _Converter:
         name = inst.name
         where = f"{kind} {name}"
         ann = convert_annotations(inst.annotations, where)
-        pid = None if in_place else _id(inst.annotations, where)
+        pid = None if in_place else annotated_id(inst.annotations, where)
         if kind == "counter":
             self.model.counters.append(m.Counter(
                 name=name, unit=self._enum_member(args[1]), size=self._int(args[0], where),
@@ -788,26 +288,26 @@ class _Converter:
             if not inst.type.type_args:
                 raise P4InfoError(f"{where}: no element type")
             self.model.registers.append(m.Register(
-                name=name, type_spec=self.spec(inst.type.type_args[0], where),
+                name=name, type_spec=type_spec(inst.type.type_args[0], where),
                 size=self._int(args[0], where), id=pid, **ann))
         elif kind in ("action_profile", "action_selector"):
             selector = kind == "action_selector"
             size = self._int(args[1] if selector else args[0], where)
-            mgs = _find(inst.annotations, "max_group_size")
-            sss = _find(inst.annotations, "selector_size_semantics")
-            mmw = _find(inst.annotations, "max_member_weight")
+            mgs = plain_annotation(inst.annotations, "max_group_size")
+            sss = plain_annotation(inst.annotations, "selector_size_semantics")
+            mmw = plain_annotation(inst.annotations, "max_member_weight")
             self.model.action_profiles.append(m.ActionProfile(
                 name=name, size=size, with_selector=selector,
-                max_group_size=None if mgs is None else _int_arg(mgs, where),
-                selector_size_semantics=None if sss is None else _string_arg(sss),
-                max_member_weight=None if mmw is None else _int_arg(mmw, where),
+                max_group_size=None if mgs is None else int_arg(mgs, where),
+                selector_size_semantics=None if sss is None else string_arg(sss),
+                max_member_weight=None if mmw is None else int_arg(mmw, where),
                 in_place=in_place, id=pid, **ann))
         else:
             self.model.has_other_extern_instances = True
 
     # ---- parsers ------------------------------------------------------------
     def parser(self, block: ir.Parser) -> None:
-        flat = _flatten(block)
+        flat = flatten(block)
         for vs in flat.value_sets:
             self.model.value_sets.append(self.value_set(vs))
         for inst in flat.instances:
@@ -824,55 +324,55 @@ class _Converter:
         elif isinstance(t, T.StructType):
             element = []
             for f in t.fields:
-                width, _ = self._width_and_type(f.type, f"{where} field {f.name}")
-                match = _find(f.annotations, "match")
+                width, _ = width_and_type(f.type, f"{where} field {f.name}")
+                match = plain_annotation(f.annotations, "match")
                 kind = "exact"
                 if match is not None:
-                    toks = _tokens(match)
+                    toks = body_tokens(match)
                     if len(toks) != 1:
                         raise P4InfoError(f"{where}: @match needs one match kind")
                     kind = toks[0]
                 element.append(m.ValueSetField(
-                    name=_cp_name(f.name, f.annotations), bitwidth=width, match_kind=kind,
-                    id=_id(f.annotations, where), **convert_annotations(f.annotations, where)))
+                    name=control_plane_name(f.name, f.annotations), bitwidth=width, match_kind=kind,
+                    id=annotated_id(f.annotations, where), **convert_annotations(f.annotations, where)))
         else:
             raise P4InfoError(f"{where}: element type {t} is not supported by P4Runtime")
         return m.ValueSet(name=vs.name, size=vs.size, element=element,
-                          id=_id(vs.annotations, where),
+                          id=annotated_id(vs.annotations, where),
                           **convert_annotations(vs.annotations, where))
 
     # ---- controller headers and package -------------------------------------
     def controller_headers(self) -> None:
-        for t in _unique(self.program.types.values()):
+        for t in unique(self.program.types.values()):
             if not isinstance(t, T.HeaderType):
                 continue
-            ch = _find(t.annotations, "controller_header")
+            ch = plain_annotation(t.annotations, "controller_header")
             if ch is None:
                 continue
             where = f"header {t.name}"
-            controller_name = _string_arg(ch)
+            controller_name = string_arg(ch)
             if controller_name is None:
                 raise P4InfoError(f"{where}: @controller_header needs a string")
             fields = []
-            for name, ftype, f in self._flat_fields(t):
-                width, ref = self._width_and_type(ftype, f"{where} field {name}")
+            for name, ftype, f in flat_fields(t):
+                width, ref = width_and_type(ftype, f"{where} field {name}")
                 fields.append(m.PacketMetadata(
-                    name=name, bitwidth=width, id=_id(f.annotations, where),
+                    name=name, bitwidth=width, id=annotated_id(f.annotations, where),
                     type=None if isinstance(ref, m.Bool) else ref,
-                    hidden=_hidden(f.annotations),
+                    hidden=is_hidden(f.annotations),
                     **{k: v for k, v in convert_annotations(f.annotations, where).items()
                        if k in ("annotations", "structured_annotations")}))
             self.model.controller_headers.append(m.ControllerHeader(
-                name=self.type_name(t), controller_name=controller_name, fields=fields,
-                id=_id(t.annotations, where), hidden=_hidden(t.annotations),
+                name=type_name(t), controller_name=controller_name, fields=fields,
+                id=annotated_id(t.annotations, where), hidden=is_hidden(t.annotations),
                 **convert_annotations(t.annotations, where)))
 
     def pkg_info(self, annotations: Sequence[T.Annotation]) -> m.PkgInfo:
         pkg = m.PkgInfo(**convert_annotations(annotations, "main"))
         for a in annotations:
-            if a.structured or a.name not in _PARSED_KV:
+            if a.structured or a.name not in PARSED_KV:
                 continue
-            for group in _split_commas(_tokens(a)):
+            for group in split_commas(body_tokens(a)):
                 if len(group) != 3 or group[1] != "=":
                     raise P4InfoError(f"main: @{a.name} needs key=value pairs")
                 key, value = group[0], group[2]
@@ -892,11 +392,10 @@ class _Converter:
 
 
 def p4info_model(program: ir.Program) -> m.P4InfoModel:
-    """The P4Info model of a checked program (rules in :mod:`.model`)."""
+    """The P4Info model of a checked program (rules in ``RULES.md``)."""
     return _Converter(program).run()
 
 
 def p4info_for(program: ir.Program, *, initial_default_action: bool = True):  # type: ignore[no-untyped-def]
     """The ``p4.config.v1.P4Info`` p4c generates for ``program``."""
     return build_p4info(p4info_model(program), initial_default_action=initial_default_action)
-

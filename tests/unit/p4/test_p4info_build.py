@@ -566,7 +566,7 @@ def test_older_p4c_output_without_initial_default_action():
 
 # --------------------------------------------------------------------------
 # The tutorials' flowcache.p4 (packet in/out, counters, support_timeout).
-# No p4c output to compare with: the facts follow the rules in model.py.
+# No p4c output to compare with: the facts follow the rules in RULES.md.
 
 
 def tutorial_flowcache() -> P4InfoModel:

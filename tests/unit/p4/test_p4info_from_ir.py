@@ -7,7 +7,7 @@ is described in ``test_p4info_build.py`` by hand-written models and by the
 SHA-256 of the expected text.  Compiling our programs must give exactly
 that P4Info: the same message as the hand-written model and the same text
 byte for byte.  Smaller programs below check the rules of
-``emulator/p4/p4info/model.py`` one by one.
+``emulator/p4/p4info/RULES.md`` one by one.
 """
 
 from __future__ import annotations
