@@ -16,6 +16,7 @@ _USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("emulator.p4.errors", "P4Error"),
     ("emulator.network.errors", "NetworkError"),
     ("emulator.scenario.errors", "ScenarioError"),
+    ("emulator.measure.errors", "MeasureError"),
 )
 
 

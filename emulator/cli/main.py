@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "run": "emulator.cli.run",
     "inspect": "emulator.cli.inspect",
     "shell": "emulator.cli.shell",
+    "report": "emulator.cli.report",
 }
 
 

@@ -4,20 +4,24 @@
   scenario against its topology and print a summary (topology, switch and
   host settings, flows after expanding generators, events, captures,
   expectations); ``--json`` prints the normalised scenario with every flow.
+  With ``time_scale`` != 1 the summary is the scenario as written, plus
+  what it becomes when emulated (``--json``: under ``emulated``); warnings
+  (:func:`emulator.scenario.scale.emulation_warnings`) go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 
-from emulator.scenario import Scenario, expand_workload, load_scenario
+from emulator.scenario import Scenario, expand_workload, load_scenario, scale
 from emulator.scenario.schema import TARGETS
 from emulator.scenario.spec import EcnSpec, FlowSpec, PfcSpec
 from emulator.scenario.units import Threshold, format_duration, format_size
 from emulator.topology import counts
-from emulator.topology.units import format_rate
+from emulator.topology.units import DELAY_UNITS_NS, RATE_UNITS_BPS, format_rate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,15 +41,81 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file, target_override=args.target)
-    flows = expand_workload(scenario)
+    written = scale.written_of(scenario)
+    flows = expand_workload(written)
+    for note in scale.emulation_warnings(scenario):
+        print(f"warning: {note}", file=sys.stderr)
     if args.json:
-        data = scenario.to_dict()
+        data = written.to_dict()
         data["flows"] = [flow.to_dict() for flow in flows]
+        if scenario is not written:
+            data["emulated"] = {**scenario.to_dict(), "flows": [
+                flow.to_dict() for flow in expand_workload(scenario)]}
+            del data["emulated"]["written"]
         print(json.dumps(data, indent=2))
         return 0
-    for line in summary_lines(scenario, flows):
+    lines = summary_lines(written, flows)
+    if scenario is not written:
+        lines[2:2] = time_scale_lines(written, scenario, flows, expand_workload(scenario))
+    for line in lines:
         print(line)
     return 0
+
+
+def _approx(value: float, units: dict[str, int]) -> str:
+    """``133333333`` b/s -> ``133.3Mbps``: the largest unit with a value >= 1."""
+    if value == 0:
+        return "0" + min(units, key=units.__getitem__)
+    unit, size = max(((u, n) for u, n in units.items() if value >= n),
+                     key=lambda item: item[1], default=min(units.items(), key=lambda i: i[1]))
+    return f"{value / size:.4g}{unit}"
+
+
+def _rate(rate_bps: float) -> str:
+    return _approx(rate_bps, RATE_UNITS_BPS)
+
+
+def _time(duration_ns: float) -> str:
+    return _approx(duration_ns, DELAY_UNITS_NS)
+
+
+def time_scale_lines(written: Scenario, emulated: Scenario, written_flows: list[FlowSpec],
+                     emulated_flows: list[FlowSpec]) -> list[str]:
+    """With ``time_scale`` != 1: what the written values become when emulated."""
+    k = emulated.time_scale
+    lines = [f"time scale {k:g}: emulated {k:g} times slower than written (rates / {k:g}, "
+             f"times x {k:g}, bytes as written); written -> emulated:"]
+    links = []
+    for name in ("host_link", "fabric_link"):
+        w, e = getattr(written.topology.spec, name), getattr(emulated.topology.spec, name)
+        links.append(f"{name.replace('_', ' ')}s {_rate(w.rate_bps)} {_time(w.delay_ns)} -> "
+                     f"{_rate(e.rate_bps)} {_time(e.delay_ns)}")
+    lines.append("  " + "; ".join(links))
+    lines.append(f"  duration {_time(written.duration_ns)} -> {_time(emulated.duration_ns)}")
+    wd, ed = written.hosts.dcqcn, emulated.hosts.dcqcn
+    if wd.enabled and wd is ed:
+        lines.append("  DCQCN: the NIC agent's defaults (not scaled)")
+    elif wd.enabled:
+        lines.append(
+            "  DCQCN " + ", ".join(f"{label} {show(getattr(wd, key))} -> {show(getattr(ed, key))}"
+                                   for label, key, show in (
+                                       ("AI", "rate_ai_bps", _rate), ("HAI", "rate_hai_bps", _rate),
+                                       ("min", "min_rate_bps", _rate), ("timer", "timer_ns", _time),
+                                       ("alpha timer", "alpha_timer_ns", _time),
+                                       ("CNP interval", "cnp_interval_ns", _time))))
+    last = max(range(len(written_flows)), key=lambda i: written_flows[i].start_ns, default=None)
+    if last is not None and written_flows[last].start_ns:
+        lines.append(f"  latest flow start {_time(written_flows[last].start_ns)} -> "
+                     f"{_time(emulated_flows[last].start_ns)}")
+    capped = [(w, e) for w, e in zip(written_flows, emulated_flows) if w.rate_bps is not None]
+    if capped:
+        lines.append("  flow rate caps " + ", ".join(
+            f"{w.id} {_rate(w.rate_bps)} -> {_rate(e.rate_bps)}" for w, e in capped[:4])
+            + (", ..." if len(capped) > 4 else ""))
+    if written.events:
+        lines.append("  events at " + ", ".join(_time(e.at_ns) for e in written.events) + " -> "
+                     + ", ".join(_time(e.at_ns) for e in emulated.events))
+    return lines
 
 
 def _threshold_text(threshold: Threshold, frame_bytes: int) -> str:
@@ -114,14 +184,32 @@ def summary_lines(scenario: Scenario, flows: list[FlowSpec]) -> list[str]:
            f"{format_duration(dcqcn.timer_ns)}, CNP interval "
            f"{format_duration(dcqcn.cnp_interval_ns)})" if dcqcn.enabled else "off"))
     made = Counter(flow.generator for flow in flows if flow.generator is not None)
-    lines.append(f"flows: {len(flows)} ({len(scenario.flows)} written, {sum(made.values())} from "
-                 f"{len(scenario.generators)} generators), {_bytes_text(flows)}")
+    generated = sum(made[g.id] for g in scenario.generators)
+    collective = sum(made[c.id] for c in scenario.collectives)
+    lines.append(f"flows: {len(flows)} ({len(scenario.flows)} written, {generated} from "
+                 f"{len(scenario.generators)} generators"
+                 + (f", {collective} from {len(scenario.collectives)} collectives"
+                    if scenario.collectives else "") + f"), {_bytes_text(flows)}")
     for generator in scenario.generators:
         lines.append(f"  {generator.kind} {generator.id}: {_count(made[generator.id], 'flow')} "
                      f"from {format_duration(generator.start_ns)}")
+    for spec in scenario.collectives:
+        if spec.kind == "kv-handoff":
+            ranks = (f"{spec.requests} requests from {len(spec.prefill)} prefill to "
+                     f"{len(spec.decode)} decode GPUs")
+        else:
+            ranks = (f"{len(spec.rings[0])} ranks ({spec.placement}"
+                     + (f", {spec.channels} channels" if spec.channels > 1 else "")
+                     + (", PXN" if spec.pxn else "") + "): " + " -> ".join(spec.rings[0]))
+        lines.append(f"  {spec.kind} {spec.id}: {format_size(spec.size_bytes)}, {ranks}; "
+                     f"{_count(made[spec.id], 'flow')} from {format_duration(spec.start_ns)}")
     lines.append(f"events: {len(scenario.events)}")
     for event in scenario.events:
         what = f"{event.link[0]} - {event.link[1]}" if event.link else event.flow
+        if event.kind == "pfc_storm_start":
+            what = f"{event.gpu} priorities {list(event.priorities)}, {event.quanta} quanta"
+        elif event.kind == "pfc_storm_stop":
+            what = event.gpu
         lines.append(f"  {format_duration(event.at_ns)} {event.kind} {what}")
     points = scenario.capture.points
     if points:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from emulator.topology import Topology, routing_plan
 
@@ -82,6 +83,13 @@ class FabricSettings:
     cnp_priority: int = 6
     ecn: EcnSettings = field(default_factory=EcnSettings)
     pfc: PfcSettings = field(default_factory=PfcSettings)
+    # (switch, port) -> (ECN, PFC) of that port where they differ from the
+    # fabric-wide ones: ECN of traffic leaving it, PFC of traffic arriving on it
+    ports: Mapping[tuple[str, int], tuple[EcnSettings, PfcSettings]] = field(
+        default_factory=dict)
+
+    def for_port(self, switch: str, port: int) -> tuple[EcnSettings, PfcSettings]:
+        return self.ports.get((switch, port), (self.ecn, self.pfc))
 
 
 @dataclass(frozen=True)
@@ -180,26 +188,28 @@ def plan_fabric(topology: Topology, settings: FabricSettings | None = None) -> d
         _routes(plan, routes.get(switch.name, ()), switch)
         for port in switch.ports:
             rate_bps, delay_ns = rates[(switch.name, port.number)]
-            pfc_prios = settings.pfc.priorities if settings.pfc.enabled else ()
+            ecn, pfc = settings.for_port(switch.name, port.number)
+            pfc_prios = pfc.priorities if pfc.enabled else ()
             plan.ports.append(PortQueueConfig(port.number, rate_bps, delay_ns / 1000, pfc_prios))
             plan.clone_sessions.append(CloneSession(PFC_SESSION_BASE + port.number, ((port.number, 0),)))
-            if settings.pfc.enabled:
-                refresh_us = max(int(pause_time_s(settings.pfc.quanta, rate_bps) * 1e6 / 2), 1)
-                for prio in settings.pfc.priorities:
+            if pfc.enabled:
+                refresh_us = max(int(pause_time_s(pfc.quanta, rate_bps) * 1e6 / 2), 1)
+                for prio in pfc.priorities:
                     key = (("standard_metadata.ingress_port", port.number),
                            ("standard_metadata.priority", prio))
                     plan.entries.append(TableEntry(PFC_INGRESS, key, SET_LOSSLESS, (
-                        ("xoff", settings.pfc.xoff_bytes), ("quanta", settings.pfc.quanta))))
+                        ("xoff", pfc.xoff_bytes), ("quanta", pfc.quanta),
+                        ("refresh", refresh_us))))
                     plan.entries.append(TableEntry(PFC_EGRESS, (
                         ("standard_metadata.ingress_port", port.number), ("meta.pfc_priority", prio)),
-                        SET_RESUME, (("xon", settings.pfc.xon_bytes), ("refresh", refresh_us))))
-            if settings.ecn.enabled:
-                for prio in settings.ecn.priorities:
+                        SET_RESUME, (("xon", pfc.xon_bytes), ("refresh", refresh_us))))
+            if ecn.enabled:
+                for prio in ecn.priorities:
                     plan.entries.append(TableEntry(ECN_CONFIG, (
                         ("standard_metadata.egress_port", port.number),
                         ("standard_metadata.priority", prio)), SET_ECN, (
-                        ("min_pkts", settings.ecn.kmin_pkts), ("max_pkts", settings.ecn.kmax_pkts),
-                        ("slope_q16", settings.ecn.slope_q16))))
+                        ("min_pkts", ecn.kmin_pkts), ("max_pkts", ecn.kmax_pkts),
+                        ("slope_q16", ecn.slope_q16))))
         plans[switch.name] = plan
     return plans
 

@@ -4,18 +4,22 @@
   :data:`TOP_QUEUES` most congested (switch, port, priority) queues (largest
   peak depth first), and below it, when any queue was paused by PFC, one
   timeline per queue with its pause intervals shaded.
-- ``flow_rates.png`` from ``rates.csv``: each flow's DCQCN current rate Rc
-  (Gb/s or Mb/s) over time, one step line per queue pair (a rate holds until the
-  next sample).
+- ``flow_rates.png``: on top, each flow's measured throughput over time
+  (payload its receiver accepted per bin of ``series.csv``); below, from
+  ``rates.csv``, its DCQCN current rate Rc (Gb/s or Mb/s), one step line per
+  queue pair (a rate holds until the next sample), ending with a dot when
+  the flow completed (``start_s + fct_s`` of results.json's flows).
+- ``pauses.png`` and ``ecn_cnp.png``: :mod:`.congestion_plots`.
 
-:func:`plot_run` draws both into a run directory (the runner calls it after
-every run, also partial ones); a CSV that is missing or empty gives a plot
-that says so. Times are seconds since the run's common start.
+:func:`plot_run` draws them all into a run directory (the runner calls it
+after every run, also partial ones); a CSV that is missing or empty gives a
+plot that says so. Times are seconds since the run's common start.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -23,6 +27,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from emulator.measure.congestion_plots import (  # noqa: E402
+    draw_goodput, empty, flow_colors, plot_ecn_cnp, plot_pauses,
+)
 
 TOP_QUEUES = 6
 MAX_RATE_LINES = 16
@@ -61,19 +69,11 @@ def top_queues(series: dict[QueueKey, list], n: int = TOP_QUEUES) -> list[QueueK
 
 def pause_intervals(samples: Sequence[tuple[float, int, int, bool]],
                     interval_s: float | None = None) -> list[tuple[float, float]]:
-    """Merged ``(start, end)`` spans during which the queue was paused: a
-    paused sample at t covers the sampling interval ending at t."""
-    dt = interval_s or _interval(samples)
-    spans: list[tuple[float, float]] = []
-    for t, _p, _b, paused in samples:
-        if not paused:
-            continue
-        start = t - dt
-        if spans and start <= spans[-1][1] + 1e-9:
-            spans[-1] = (spans[-1][0], t)
-        else:
-            spans.append((start, t))
-    return spans
+    """Merged ``(start, end)`` spans during which the queue was paused, as
+    ``pauses.csv`` has them (:func:`~.run_series.sampled_pause_intervals`)."""
+    from emulator.measure.run_series import sampled_pause_intervals
+
+    return sampled_pause_intervals(samples, interval_s or _interval(samples))
 
 
 def _interval(samples: Sequence[tuple]) -> float:
@@ -165,29 +165,49 @@ def rate_series(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int], list[tu
 
 
 def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
-                    duration_s: float | None = None) -> Path:
-    """Draw ``flow_rates.png`` (see the module docstring) from ``rates.csv`` rows."""
+                    duration_s: float | None = None,
+                    series_rows: Sequence[dict[str, Any]] | None = None,
+                    flows: Sequence[dict[str, Any]] = (),
+                    series_missing: str = "no series.csv: throughput not measured") -> Path:
+    """Draw ``flow_rates.png`` (see the module docstring) from ``rates.csv``
+    rows, ``series.csv`` rows and the ``flows`` of results.json."""
     series = rate_series(rows)
-    fig, ax = plt.subplots(figsize=(11, 5))
-    heading = "DCQCN sending rate Rc per flow" + (f": {title}" if title else "")
+    fig, (ax_gp, ax) = plt.subplots(2, 1, figsize=(11, 7.5 if series else 6), sharex=True,
+                                    gridspec_kw={"height_ratios": [1, 1] if series else [2, 1]})
+    fig.suptitle("Flow throughput and DCQCN rate" + (f": {title}" if title else ""))
+    names = [f["id"] for f in flows] + sorted({f for f, _ in series}) + sorted(
+        {str(r["flow"]) for r in series_rows or ()})
+    colors = flow_colors(names)
+    drew = draw_goodput(ax_gp, series_rows or [], colors,
+                        series_missing if series_rows is None else
+                        "no payload received (series.csv is empty)")
+    if drew:
+        ax_gp.legend(loc="upper right", fontsize=8, framealpha=0.85,
+                     ncol=1 if len(ax_gp.get_legend_handles_labels()[0]) <= 8 else 2)
+    done = {f["id"]: f["start_s"] + f["fct_s"] for f in flows
+            if f.get("fct_s") is not None and f.get("start_s") is not None}
+    heading = "DCQCN sending rate Rc per queue pair (until its flow completed)"
+    end = max([s[-1][0] for s in series.values()] + [duration_s or 0.0])
     if not series:
-        _empty(ax, "no rate samples (rates.csv is empty: DCQCN off or no traffic)")
-        ax.set_title(heading)
+        empty(ax, "no rate samples (rates.csv is empty: DCQCN off or no traffic)")
+        ax.set_title(heading, fontsize=10)
     else:
-        flows = sorted({f for f, _ in series})
-        multi = len(series) > len(flows)
-        end = max([s[-1][0] for s in series.values()] + [duration_s or 0.0])
+        flow_names = sorted({f for f, _ in series})
+        multi = len(series) > len(flow_names)
         top = max(r for s in series.values() for _, r in s)
         scale, unit = (1e9, "Gb/s") if top >= 1e9 else (1e6, "Mb/s")
         keys = sorted(series)
         shown = keys[:MAX_RATE_LINES]
         for key in shown:
-            s = series[key]
-            times = [t for t, _ in s] + [max(end, s[-1][0])]
+            stop = done.get(key[0], end)
+            s = [(t, r) for t, r in series[key] if t <= stop] or series[key][:1]
+            times = [t for t, _ in s] + [max(stop, s[-1][0])]
             values = [r / scale for _, r in s] + [s[-1][1] / scale]
-            ax.step(times, values, where="post", lw=1.4,
+            ax.step(times, values, where="post", lw=1.4, color=colors.get(key[0]),
                     label=f"{key[0]} (qp {key[1]})" if multi else key[0])
-        ax.set_xlabel("time since run start (s)")
+            if key[0] in done:
+                ax.plot(times[-1:], values[-1:], "o", ms=6, color=colors.get(key[0]),
+                        mec="white", mew=0.8, zorder=5)
         ax.set_ylabel(f"current rate Rc ({unit})")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
@@ -195,9 +215,11 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
         ax.legend(loc="upper right", fontsize=8, ncol=ncol, framealpha=0.85)
         extra = f"  ({len(shown)} of {len(keys)} queue pairs shown)" if len(shown) < len(keys) \
             else ""
-        ax.set_title(heading + extra)
-        if duration_s:
-            ax.set_xlim(left=0.0, right=end)  # samples before the start: the initial rate
+        ax.set_title(heading + extra + ("; \u25cf = flow completed" if done else ""),
+                     fontsize=10)
+    ax.set_xlabel("time since run start (s)")
+    if end > 0:
+        ax.set_xlim(left=0.0, right=end)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)
@@ -207,12 +229,33 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
 
 def plot_run(out_dir: str | Path, *, title: str = "",
              duration_s: float | None = None) -> list[Path]:
-    """Draw ``queue_depth.png`` and ``flow_rates.png`` into ``out_dir`` from
-    its ``queues.csv`` and ``rates.csv``."""
+    """Draw ``queue_depth.png``, ``flow_rates.png``, ``pauses.png`` and
+    ``ecn_cnp.png`` into ``out_dir`` from its CSVs and ``results.json``, then
+    ``utilisation.png`` from its ``results.json``
+    (:mod:`emulator.measure.utilisation_plot`)."""
+    from emulator.measure.utilisation_plot import plot_utilisation
+
     d = Path(out_dir)
+    series = read_csv(d / "series.csv") if (d / "series.csv").exists() else None
+    no_series = "no series.csv in the run directory (the run stopped before it was written)"
+    no_pauses = "no pauses.csv in the run directory (the run stopped before it was written)"
     return [
         plot_queue_depth(read_csv(d / "queues.csv"), d / "queue_depth.png", title=title,
                          duration_s=duration_s),
         plot_flow_rates(read_csv(d / "rates.csv"), d / "flow_rates.png", title=title,
-                        duration_s=duration_s),
-    ]
+                        duration_s=duration_s, series_rows=series, flows=_flows(d),
+                        series_missing=no_series),
+        plot_pauses(read_csv(d / "pauses.csv"), d / "pauses.png", title=title,
+                    duration_s=duration_s,
+                    missing=None if (d / "pauses.csv").exists() else no_pauses),
+        plot_ecn_cnp(series or [], d / "ecn_cnp.png", title=title, duration_s=duration_s,
+                     missing=None if series is not None else no_series),
+    ] + [p for p in [plot_utilisation(d, title=title)] if p is not None]
+
+
+def _flows(out_dir: Path) -> list[dict[str, Any]]:
+    """The ``flows`` of the run's results.json ([] when it is missing or unreadable)."""
+    try:
+        return list(json.loads((out_dir / "results.json").read_text()).get("flows") or [])
+    except (OSError, ValueError, AttributeError):
+        return []

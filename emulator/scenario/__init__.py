@@ -12,6 +12,8 @@ root or starts anything; the runner (later) consumes a :class:`Scenario`.
 - the typed spec (:mod:`.spec`) and units (:mod:`.units`);
 - :func:`expand_workload` (:mod:`.workload`): generators to flows;
 - :func:`to_fabric_settings` (:mod:`.fabric`): the controller's settings.
+- ``time_scale`` (:mod:`.scale`): a file in data-centre units, emulated
+  k times slower; the loader returns the emulated scenario.
 """
 
 from emulator.scenario.errors import ScenarioError

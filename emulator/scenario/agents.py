@@ -11,7 +11,8 @@ Pure part (no root, tested in ``tests/unit/test_runner_agents.py``):
   ``size // k`` bytes per QP, the first ``size % k`` QPs one byte more.
 - :func:`build_agent_configs`: one agent config (the JSON of
   :mod:`emulator.traffic.agent.config`) per server that sends or receives a
-  flow. NICs are the server's GPUs that take part (name = the GPU's
+  flow or has a GPU named by a PFC storm event. NICs are the server's GPUs
+  that take part, storming ones included (name = the GPU's
   interface in the namespace, ``line_rate_bps`` = its host link's rate,
   PFC honoured on the scenario's PFC priorities). Sized flows without a
   ``stop_flow`` event are posted by the agent itself: one message per QP at
@@ -25,9 +26,8 @@ Pure part (no root, tested in ``tests/unit/test_runner_agents.py``):
   explicitly and unscaled (``time_scale`` 1, ``reference_rate_bps`` = the
   NIC's line rate), see :func:`dcqcn_params`.
 
-Limits, refused with a :class:`~emulator.scenario.ScenarioError` by
-:func:`check_supported`: per-flow ``rate`` caps (the agent has no per-QP
-rate limit yet). ``op: read`` is carried as a WRITE from ``src`` (same bytes
+A flow's ``rate`` cap is shared by its QPs (``max_rate_bps`` = rate /
+qps each). ``op: read`` is carried as a WRITE from ``src`` (same bytes
 in the same direction; the READ request packet is not emulated) and the
 flow's result says so (``op_emulated``).
 """
@@ -43,11 +43,14 @@ import sys
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.spec import DcqcnSpec, FlowSpec, Scenario
 from emulator.topology import Topology
+
+if TYPE_CHECKING:
+    from emulator.scenario.collectives import Op
 
 QPN_BASE = 0x100
 REPO = Path(__file__).resolve().parents[2]
@@ -56,6 +59,10 @@ MAX_RATE_SAMPLES = 2000
 # Bytes of one chunk of a fed flow: this many seconds at the NIC's line rate
 # (whole MTUs, at least one), and chunks kept posted ahead per QP.
 FEED_CHUNK_S = 0.025
+# The agent's own minimum retransmission timeout (TransportParams).
+MIN_TIMEOUT_FLOOR_MS = 20.0
+# ... and its timeout before any RTT sample (TransportParams.timeout_ms).
+INITIAL_TIMEOUT_MS = 200.0
 FEED_AHEAD = 4
 
 
@@ -76,6 +83,7 @@ class QpPlan:
     priority: int
     dscp: int
     fed: bool
+    max_rate_bps: float | None = None
 
 
 def stripes(size_bytes: int | None, qps: int) -> list[int | None]:
@@ -91,15 +99,6 @@ def stopped_flows(scenario: Scenario) -> dict[str, int]:
     return {e.flow: e.at_ns for e in scenario.events if e.kind == "stop_flow" and e.flow}
 
 
-def check_supported(scenario: Scenario, flows: Sequence[FlowSpec]) -> None:
-    """Refuse what the runner cannot do yet, naming it."""
-    for flow in flows:
-        if flow.rate_bps is not None:
-            raise ScenarioError(f"{scenario.source}: flow {flow.id!r}: a per-flow 'rate' cap is "
-                                "not supported by the runner yet (the NIC agent has no per-QP "
-                                "rate limit)")
-
-
 def plan_qps(scenario: Scenario, flows: Sequence[FlowSpec]) -> list[QpPlan]:
     """Queue pairs of every flow, numbered from :data:`QPN_BASE` in flow order."""
     topo = scenario.topology
@@ -112,7 +111,9 @@ def plan_qps(scenario: Scenario, flows: Sequence[FlowSpec]) -> list[QpPlan]:
             plans.append(QpPlan(flow=flow.id, stripe=stripe, qpn=QPN_BASE + len(plans),
                                 src_gpu=src.name, dst_gpu=dst.name, src_server=src.server,
                                 dst_server=dst.server, size_bytes=size, start_ns=flow.start_ns,
-                                priority=flow.priority, dscp=flow.dscp, fed=fed))
+                                priority=flow.priority, dscp=flow.dscp, fed=fed,
+                                max_rate_bps=None if flow.rate_bps is None
+                                else flow.rate_bps / flow.qps))
     return plans
 
 
@@ -147,10 +148,31 @@ def dcqcn_params(spec: DcqcnSpec, line_rate_bps: float) -> dict[str, Any]:
     }
 
 
+def min_timeout_ms(scenario: Scenario) -> float:
+    """The agents' lowest retransmission timeout: twice the time the slowest
+    host link takes to drain one full switch queue (the scenario's largest
+    buffer) plus a round trip over the longest path (6 links each way, in
+    a fat-tree), and never under :data:`MIN_TIMEOUT_FLOOR_MS`. A queue that
+    is full but not dropping then never makes a sender time out (go-back-N
+    on a spurious timeout resends a window that was only waiting). The
+    agents also start with it before their first RTT sample when it is
+    above their :data:`INITIAL_TIMEOUT_MS` (a time-scaled scenario's
+    emulated RTTs can be far longer than that)."""
+    buffers = [scenario.switches.buffer_bytes] + [
+        o.buffer_bytes for o in scenario.switches.overrides if o.buffer_bytes is not None]
+    rate_bps = min(link.rate_bps for link in scenario.topology.links if link.kind == "host")
+    delay_ns = max(link.delay_ns for link in scenario.topology.links)
+    return round(max(MIN_TIMEOUT_FLOOR_MS,
+                     2 * max(buffers) * 8 / rate_bps * 1e3 + 12 * delay_ns / 1e6), 3)
+
+
 def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                         start_at_unix: float | None = None,
-                        qps: Sequence[QpPlan] | None = None) -> dict[str, dict[str, Any]]:
-    """Server name -> agent JSON config (see the module docstring)."""
+                        qps: Sequence[QpPlan] | None = None,
+                        graph: Sequence[Op] = ()) -> dict[str, dict[str, Any]]:
+    """Server name -> agent JSON config (see the module docstring). Flows
+    that carry ``graph`` ops (collectives) get those messages, with their
+    dependencies, instead of one message of their size."""
     topo = scenario.topology
     plans = list(qps) if qps is not None else plan_qps(scenario, flows)
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
@@ -165,7 +187,9 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
         if server not in configs:
             configs[server] = {
                 "name": server, "nics": [], "qps": [],
-                "defaults": {"transport": {"path_mtu_bytes": mtu}},
+                "defaults": {"transport": {
+                    "path_mtu_bytes": mtu, "min_timeout_ms": min_timeout_ms(scenario),
+                    "timeout_ms": max(INITIAL_TIMEOUT_MS, min_timeout_ms(scenario))}},
                 "workload": {"start_at_unix": start_at_unix, "messages": []},
                 "run": {"max_rate_samples": MAX_RATE_SAMPLES},
                 "cnp_dscp": prio.cnp_dscp, "cnp_priority": prio.cnp,
@@ -185,6 +209,10 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
             cfg["nics"].append(entry)
         return nics[server][gpu.intf]
 
+    for event in scenario.events:
+        if event.gpu is not None:  # a PFC storm: the GPU's NIC, with or without flows
+            nic(topo.gpu(event.gpu).server, event.gpu)
+    graph_flows = {op.flow for op in graph}
     for qp in plans:
         src_nic, dst_nic = nic(qp.src_server, qp.src_gpu), nic(qp.dst_server, qp.dst_gpu)
         for server, here, there in ((qp.src_server, src_nic, dst_nic),
@@ -192,11 +220,25 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
             configs[server]["qps"].append({
                 "qpn": qp.qpn, "nic": here["name"], "remote_ip": there["ip"],
                 "remote_qpn": qp.qpn, "priority": qp.priority, "dscp": qp.dscp,
+                "max_rate_bps": qp.max_rate_bps,
                 "dcqcn": dcqcn_params(scenario.hosts.dcqcn, here["line_rate_bps"])})
-        if not qp.fed and qp.size_bytes:
+        if not qp.fed and qp.size_bytes and qp.flow not in graph_flows:
             configs[qp.src_server]["workload"]["messages"].append({
                 "qp": qp.qpn, "size_bytes": qp.size_bytes, "op": ops[qp.flow],
                 "at_s": qp.start_ns / 1e9})
+    qpn_of = {qp.flow: qp for qp in plans if qp.stripe == 0}
+    for op in graph:
+        qp = qpn_of[op.flow]
+        after = []
+        for flow, count in op.after:
+            dep = qpn_of[flow]
+            if dep.dst_server != qp.src_server:
+                raise ScenarioError(f"{scenario.source}: {op.tag} waits for {flow}, which "
+                                    f"arrives at {dep.dst_server}, not at {qp.src_server}")
+            after.append([dep.qpn, count])
+        configs[qp.src_server]["workload"]["messages"].append({
+            "qp": qp.qpn, "size_bytes": op.size_bytes, "op": ops[qp.flow], "tag": op.tag,
+            "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
     return configs
 
 

@@ -9,7 +9,9 @@
   different servers (GPUs of one server talk over the scale-up domain, not
   the fabric), starting before the end; at least one flow.
 - Events: before the end; a link goes down only when up and up only when
-  down; a flow is stopped once, at or after its start.
+  down; a flow is stopped once, at or after its start; a GPU's PFC storm
+  starts only when it is not storming and stops only when it is (a storm
+  without priorities pauses the scenario's PFC priorities).
 - DCQCN's minimum rate is at most the host link rate.
 """
 
@@ -21,6 +23,7 @@ from typing import Callable
 from emulator.scenario.errors import KeyPath, ScenarioError, Where
 from emulator.scenario.spec import EventSpec, FlowSpec, PortSettings, Scenario
 from emulator.scenario.units import Threshold, format_duration, format_size
+from emulator.scenario.collectives import plan_collective
 from emulator.scenario.workload import expand_generator
 from emulator.topology.units import format_rate
 
@@ -175,8 +178,28 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
             _check_flow(flow, scenario, where, _pair_path(generator.kind, path), server_of, path)
             by_id[flow.id] = flow
             origin[flow.id] = f"workload.generators[{index}]"
+    collective_ids: dict[str, int] = {}
+    for index, spec in enumerate(scenario.collectives):
+        path = ["workload", "collectives", index]
+        if spec.id in collective_ids:
+            raise where.error([*path, "id"], (
+                f"{spec.id!r} is also the id of workload.collectives"
+                f"[{collective_ids[spec.id]}]; collective ids must be unique"))
+        collective_ids[spec.id] = index
+        try:
+            plan = plan_collective(spec, scenario.topology, scenario.seed)
+        except ValueError as exc:
+            raise where.error(path, str(exc)) from None
+        for flow in plan.flows:
+            if flow.id in by_id:
+                raise where.error([*path, "id"], (
+                    f"makes flow {flow.id!r}, which is also the id of {origin[flow.id]}; "
+                    f"give this collective another id"))
+            _check_flow(flow, scenario, where, path, server_of, path)
+            by_id[flow.id] = flow
+            origin[flow.id] = f"workload.collectives[{index}]"
     if not by_id:
-        raise where.error(["workload"], "makes no flows; give flows or generators")
+        raise where.error(["workload"], "makes no flows; give flows, generators or collectives")
     return by_id
 
 
@@ -197,6 +220,8 @@ def _check_events(scenario: Scenario, flows: dict[str, FlowSpec],
     order = sorted(range(len(scenario.events)), key=lambda i: scenario.events[i].at_ns)
     down: dict[frozenset[str], int] = {}
     stopped: dict[str, int] = {}
+    storming: dict[str, int] = {}
+    ordered: list[EventSpec] = []
     end = format_duration(scenario.duration_ns)
     for index in order:
         event = scenario.events[index]
@@ -218,6 +243,23 @@ def _check_events(scenario: Scenario, flows: dict[str, FlowSpec],
                 down[link] = index
             else:
                 del down[link]
+            ordered.append(event)
+            continue
+        if event.gpu is not None:
+            if event.kind == "pfc_storm_start":
+                if event.gpu in storming:
+                    raise where.error(path, f"{event.gpu} is already storming at {at} (events"
+                                            f"[{storming[event.gpu]}]); stop the storm first")
+                storming[event.gpu] = index
+                if not event.priorities:
+                    event = replace(event, priorities=scenario.switches.pfc.priorities)
+            else:
+                if event.gpu not in storming:
+                    raise where.error(path, f"{event.gpu} is not storming at {at}; a "
+                                            f"pfc_storm_stop needs an earlier pfc_storm_start "
+                                            f"of the same GPU")
+                del storming[event.gpu]
+            ordered.append(event)
             continue
         flow = flows.get(event.flow or "")
         if flow is None:
@@ -230,7 +272,8 @@ def _check_events(scenario: Scenario, flows: dict[str, FlowSpec],
             raise where.error(path, f"flow {flow.id} is already stopped by "
                                     f"events[{stopped[flow.id]}]")
         stopped[flow.id] = index
-    return tuple(scenario.events[index] for index in order)
+        ordered.append(event)
+    return tuple(ordered)
 
 
 def _some(names: list[str]) -> str:

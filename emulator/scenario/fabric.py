@@ -9,10 +9,10 @@ Rounding up means no packet is marked while the queue holds at most
 about ``kmax`` bytes. PFC thresholds are bytes on the switch; a threshold
 written in packets is that many full-size frames.
 
-Overrides are per switch or port but :class:`FabricSettings` is one value:
-``to_fabric_settings(scenario)`` gives the fabric-wide settings and
-``to_fabric_settings(scenario, switch, port)`` those of one port, for a
-controller that programs ports one by one.
+Overrides are per switch or port: ``to_fabric_settings(scenario)`` gives the
+fabric-wide settings with every port that differs in ``ports`` (the
+controller's plan programs each port with its own), and
+``to_fabric_settings(scenario, switch, port)`` those of one port.
 """
 
 from __future__ import annotations
@@ -23,31 +23,40 @@ from emulator.scenario.spec import Scenario
 
 def to_fabric_settings(scenario: Scenario, switch: str | None = None,
                        port: int | None = None) -> FabricSettings:
-    """The traffic classes, ECN and PFC of the fabric (or of one switch or port)."""
+    """The traffic classes, ECN and PFC of the fabric (or of one switch or
+    port); the fabric's carry every port whose overrides change ECN or PFC
+    in ``ports``."""
     frame_bytes = scenario.hosts.frame_bytes
-    settings = scenario.switches.for_port(switch or "", port)
     priorities = scenario.switches.priorities
-    ecn, pfc = settings.ecn, settings.pfc
+    ecn, pfc = _port(scenario, switch or "", port)
+    ports = {}
+    if switch is None:
+        overridden = {o.switch for o in scenario.switches.overrides if o.ecn or o.pfc}
+        for sw in scenario.topology.switches:
+            if sw.name in overridden:
+                for p in sw.ports:
+                    here = _port(scenario, sw.name, p.number)
+                    if here != (ecn, pfc):
+                        ports[(sw.name, p.number)] = here
     return FabricSettings(
         roce_dscp=priorities.roce_dscp,
         roce_priority=priorities.roce,
         cnp_dscp=priorities.cnp_dscp,
         cnp_priority=priorities.cnp,
-        ecn=EcnSettings(
-            enabled=ecn.enabled,
-            kmin_pkts=ecn.kmin.to_packets(frame_bytes),
-            kmax_pkts=ecn.kmax.to_packets(frame_bytes),
-            pmax=ecn.pmax,
-            priorities=ecn.priorities,
-        ),
-        pfc=PfcSettings(
-            enabled=pfc.enabled,
-            priorities=pfc.priorities,
-            xoff_bytes=pfc.xoff.to_bytes(frame_bytes),
-            xon_bytes=pfc.xon.to_bytes(frame_bytes),
-            quanta=pfc.quanta,
-        ),
+        ecn=ecn, pfc=pfc, ports=ports,
     )
+
+
+def _port(scenario: Scenario, switch: str, port: int | None) -> tuple[EcnSettings, PfcSettings]:
+    frame_bytes = scenario.hosts.frame_bytes
+    settings = scenario.switches.for_port(switch, port)
+    ecn, pfc = settings.ecn, settings.pfc
+    return (EcnSettings(enabled=ecn.enabled, kmin_pkts=ecn.kmin.to_packets(frame_bytes),
+                        kmax_pkts=ecn.kmax.to_packets(frame_bytes), pmax=ecn.pmax,
+                        priorities=ecn.priorities),
+            PfcSettings(enabled=pfc.enabled, priorities=pfc.priorities,
+                        xoff_bytes=pfc.xoff.to_bytes(frame_bytes),
+                        xon_bytes=pfc.xon.to_bytes(frame_bytes), quanta=pfc.quanta))
 
 
 def buffer_bytes(scenario: Scenario, switch: str, port: int) -> int:

@@ -10,7 +10,10 @@ checks in this order, stopping at the first problem, which becomes one
    name that file) or an inline mapping (errors name ``topology.KEY`` here);
 3. units and names (:mod:`.parse`): sizes, durations, rates, thresholds;
    GPUs, switches, ports, links, capture points of that topology;
-4. checks across keys (:mod:`.checks`).
+4. checks across keys (:mod:`.checks`);
+5. ``time_scale`` (:mod:`.scale`): the scenario returned is the emulated one,
+   rates ÷ k and times × k, the file's own values in ``.written``; a link
+   too fast to emulate is an error naming ``time_scale``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Mapping
 
-from emulator.scenario import checks, parse
+from emulator.scenario import checks, parse, parse_collectives, scale
 from emulator.scenario.errors import KeyLines, ScenarioError, Where
 from emulator.scenario.schema import TARGETS, check_schema
 from emulator.scenario.spec import Scenario
@@ -78,16 +81,19 @@ def scenario_from_dict(data: object, source: str = "<dict>",
         expect=data.get("expect", ""),
         target=target_override or data.get("target", Scenario.target),
         seed=data.get("seed", Scenario.seed),
-        time_scale=data.get("time_scale", Scenario.time_scale),
+        time_scale=scale.resolve_time_scale(data.get("time_scale", Scenario.time_scale),
+                                            topology),
         switches=switches,
         hosts=parse.host_settings(ctx, data.get("hosts", {})),
         flows=parse.flows(ctx, workload.get("flows", []), switches.priorities),
         generators=parse.generators(ctx, workload.get("generators", []), switches.priorities),
+        collectives=parse_collectives.collectives(ctx, workload.get("collectives", []),
+                                                  switches.priorities),
         events=parse.events(ctx, data.get("events", [])),
         capture=parse.capture(ctx, data.get("capture")),
         expect_checks=parse.expect_checks(ctx, data.get("expect_checks", [])),
     )
-    return checks.check_scenario(scenario, where)
+    return scale.emulated(checks.check_scenario(scenario, where), where)
 
 
 def _whole_numbers(value: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from emulator.scenario.errors import KeyPath, Where
 from emulator.scenario.spec import (
     BEST_EFFORT_PRIORITY,
+    DEFAULT_STORM_QUANTA,
     ROCE_MTUS,
     UNLIMITED,
     CapturePoint,
@@ -302,7 +303,13 @@ def events(ctx: Context, raw: Sequence[Raw]) -> tuple[EventSpec, ...]:
         path = ["events", index]
         at_ns = duration(ctx, item["at"], [*path, "at"])
         link = _link(ctx, item["link"], [*path, "link"]) if "link" in item else None
-        found.append(EventSpec(at_ns=at_ns, kind=item["kind"], link=link, flow=item.get("flow")))
+        storm: dict[str, Any] = {}
+        if "gpu" in item:  # a PFC storm; checks fill in the default priorities
+            storm["gpu"] = ctx.gpu(item["gpu"], [*path, "gpu"])
+            storm["priorities"] = tuple(sorted(item.get("priorities", ())))
+            storm["quanta"] = item.get("quanta", DEFAULT_STORM_QUANTA)
+        found.append(EventSpec(at_ns=at_ns, kind=item["kind"], link=link, flow=item.get("flow"),
+                               **storm))
     return tuple(found)
 
 

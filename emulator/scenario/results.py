@@ -1,6 +1,7 @@
 """The results of one run, assembled from what the agents and switches
 measured: ``results.json``, ``flows.csv``, ``ports.csv``, the time series
-``queues.csv`` and ``rates.csv`` (:func:`write_series_csvs`) and a summary.
+``queues.csv``, ``rates.csv``, ``series.csv`` and ``pauses.csv``
+(:func:`write_series_csvs`) and a summary.
 
 Pure functions over plain dicts (no root): :func:`assemble` takes the
 agents' stats snapshots (:mod:`emulator.traffic.agent.stats`), the switches'
@@ -13,18 +14,31 @@ Layout of ``results.json``::
     scenario, target, topology (counts), duration_s, partial, started_unix,
     flows:    [{id, src, dst, op, op_emulated, size_bytes, start_s, bytes,
                 completed, fct_s, goodput_bps, retransmits, cnp_received,
-                cnp_sent, ce_received, qps}]
+                cnp_sent, ce_received, rate_cuts, min_rate_bps, qps}]
     switches: {switch: {port: {priority: {tx_packets, tx_bytes, rx_packets,
-                drops, ecn_marked, pfc_tx, pfc_rx, paused_s, max_qdepth}},
+                rx_bytes, drops, ecn_marked, pfc_tx, pfc_rx, paused_s, max_qdepth}},
                "_port_drops": {port: other drops}}}      (ports as strings)
     hosts:    {server: {nics: {intf: {tx_packets, tx_bytes, rx_packets,
-                rx_bytes, pfc_rx, paused_s}}, paused_s, cnp_sent,
+                rx_bytes, pfc_rx, pfc_tx, paused_s}}, paused_s, cnp_sent,
                 cnp_received, retransmits}}
     totals:   {flows, flows_completed, flows_incomplete, bytes, drops,
                ecn_marked, cnp_sent, cnp_received, pfc_tx, pfc_rx, paused_s,
                switch_paused_s, host_paused_s, retransmits, spine_bytes,
-               max_fct_s, goodput_spread}
+               max_fct_s, goodput_spread, ecmp_imbalance, max_link_util,
+               max_spine_link_util, paused_ports, paused_switches, paused_hosts}
+    links:    [{a, a_port, b, b_port, kind, rate_bps, bytes_ab, bytes_ba,
+                util_ab, util_ba}]                          (also links.csv)
+    ecmp:     {leaf: {uplinks: {"spine:port": bytes}, imbalance}}
+              (links, ecmp and their totals: emulator.measure.links)
     checks:   [{metric, op, value, description, passed, found}]
+    time_scale: k (1 unless the scenario was written in data-centre units)
+
+With k != 1 (:mod:`emulator.scenario.scale`) every time above is emulated
+and the fields of :data:`~emulator.scenario.scale.DC_FIELDS` get a
+data-centre twin: ``fct_dc_s`` = ``fct_s`` / k, ``goodput_dc_bps`` =
+``goodput_bps`` × k, ``totals.max_fct_dc_s``, ``totals.paused_dc_s``,
+``duration_dc_s``, ``links[].rate_dc_bps``, ``collectives[].time_dc_s``,
+``algbw_dc_bps``, ``busbw_dc_bps``; checks may name either.
 
 Definitions: a flow's ``bytes`` are the payload bytes acknowledged to its
 sender (``bytes_acked`` of its requester QPs); it is ``completed`` when
@@ -37,8 +51,15 @@ Per (port, priority) ``pfc_rx`` = PFC frames naming the priority received on
 the port (the larger of the P4 counter and the queue statistics: the built-in
 target honours pause frames below P4); ``drops`` = P4 drops (ingress) + tail drops of that
 egress queue; drops a port counts without a priority (bad priority, tx
-errors, truncation, executor errors) are in ``_port_drops``. ``spine_bytes``
+errors, truncation, receive overruns, executor errors) are in
+``_port_drops``. A flow's ``rate_cuts`` counts the DCQCN rate decreases of
+its QPs and ``min_rate_bps`` is the lowest rate Rc they reached (None
+without DCQCN). ``spine_bytes``
 = bytes transmitted on every port of the switches above tier 1.
+How far pauses spread: ``paused_ports`` = (switch, port, priority) queues
+with ``paused_s`` > 0, ``paused_switches`` = switches with at least one,
+``paused_hosts`` = host NICs with ``paused_s`` > 0 (a NIC's ``pfc_tx`` counts
+the pause frames it sent itself, a PFC storm's).
 
 Invariants (:func:`check_invariants`, tested):
 
@@ -50,7 +71,8 @@ Invariants (:func:`check_invariants`, tested):
   retransmits; ``totals.cnp_received`` = Σ flows' ``cnp_received``;
   ``totals.cnp_sent`` = Σ hosts' ``cnp_sent``;
   ``paused_s`` = ``switch_paused_s`` + ``host_paused_s``;
-- ``flows_completed + flows_incomplete == flows``.
+- ``flows_completed + flows_incomplete == flows``;
+- the links' sums (:func:`emulator.measure.links.link_invariant_problem`).
 """
 
 from __future__ import annotations
@@ -60,13 +82,17 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from emulator.measure.links import link_invariant_problem, link_metrics, write_links_csv
+from emulator.measure.run_series import write_run_series_csvs
 from emulator.scenario.agents import QpPlan
+from emulator.scenario.scale import DC_FIELDS, dc_name, to_dc
 from emulator.scenario.spec import FlowSpec, Scenario
 
-PORT_OTHER_DROPS = ("no_program", "pipeline_error", "bad_priority", "tx_error", "truncated")
+PORT_OTHER_DROPS = ("no_program", "pipeline_error", "bad_priority", "tx_error", "truncated",
+                    "rx_overrun")
 COUNTER_KEYS = ("rx", "drop", "pfc_rx", "tx", "ecn", "pfc_tx")
-QUEUE_FIELDS = ("tx_packets", "tx_bytes", "rx_packets", "drops", "ecn_marked", "pfc_tx",
-                "pfc_rx", "paused_s", "max_qdepth")
+QUEUE_FIELDS = ("tx_packets", "tx_bytes", "rx_packets", "rx_bytes", "drops", "ecn_marked",
+                "pfc_tx", "pfc_rx", "paused_s", "max_qdepth")
 
 
 class ResultsInvariantError(AssertionError):
@@ -99,7 +125,8 @@ def switch_results(counters: Mapping[int, Mapping[int, Mapping[str, int]]],
         for prio, c in prios.items():
             queues[(port, prio)] = {
                 "tx_packets": c.get("tx_packets", 0), "tx_bytes": c.get("tx_bytes", 0),
-                "rx_packets": c.get("rx_packets", 0), "drops": c.get("drop_packets", 0),
+                "rx_packets": c.get("rx_packets", 0), "rx_bytes": c.get("rx_bytes", 0),
+                "drops": c.get("drop_packets", 0),
                 "ecn_marked": c.get("ecn_packets", 0), "pfc_tx": c.get("pfc_tx_packets", 0),
                 "pfc_rx": c.get("pfc_rx_packets", 0), "paused_s": None, "max_qdepth": None}
     port_drops: dict[str, int] = {}
@@ -114,7 +141,8 @@ def switch_results(counters: Mapping[int, Mapping[int, Mapping[str, int]]],
             if (port, prio) not in queues and not busy:
                 continue
             slot = queues.setdefault((port, prio), {
-                "tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "drops": 0, "ecn_marked": 0,
+                "tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "rx_bytes": 0, "drops": 0,
+                "ecn_marked": 0,
                 "pfc_tx": 0, "pfc_rx": 0})
             slot["drops"] += q.get("tail_dropped", 0)
             # PFC frames are honoured below P4 on the built-in target: P4 never counts them
@@ -157,7 +185,8 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
     rows = []
     for flow in flows:
         plans = by_flow.get(flow.id, [])
-        sent_bytes = retrans = cnp_rx = cnp_tx = ce_rx = 0
+        sent_bytes = retrans = cnp_rx = cnp_tx = ce_rx = cuts = 0
+        min_rate: float | None = None
         first_tx: list[float] = []
         acked: list[float] = []
         all_ok = bool(plans)
@@ -171,6 +200,10 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
                 sent_bytes += c["bytes_acked"]
                 retrans += c["retransmit_packets"]
                 cnp_rx += c["cnps_rx"]
+                rates = [sample[1] for sample in req.get("rate_samples") or []]
+                cuts += sum(1 for a, b in zip(rates, rates[1:]) if b < a)
+                if rates:
+                    min_rate = min(rates) if min_rate is None else min(min_rate, *rates)
                 if req.get("messages_outstanding") or c["messages_failed"] \
                         or c["messages_completed"] == 0 and plan.size_bytes != 0:
                     all_ok = False
@@ -204,6 +237,7 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
             "fct_s": None if fct is None else round(fct, 6),
             "goodput_bps": round(goodput, 1), "retransmits": retrans,
             "cnp_received": cnp_rx, "cnp_sent": cnp_tx, "ce_received": ce_rx,
+            "rate_cuts": cuts, "min_rate_bps": None if min_rate is None else round(min_rate, 1),
             "qps": [p.qpn for p in plans]})
     return rows
 
@@ -220,7 +254,7 @@ def host_results(stats: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any
             c = nic["counters"]
             nics[nic["name"]] = {"tx_packets": c["tx_packets"], "tx_bytes": c["tx_bytes"],
                                  "rx_packets": c["rx_packets"], "rx_bytes": c["rx_bytes"],
-                                 "pfc_rx": c["pfc_rx"],
+                                 "pfc_rx": c["pfc_rx"], "pfc_tx": c.get("pfc_tx", 0),
                                  "paused_s": round(sum(nic.get("paused_s", [])), 6)}
         qps = [q["counters"] for q in snap.get("qps", [])]
         out[server] = {"nics": nics,
@@ -241,6 +275,16 @@ def goodput_spread(flow_rows: list[dict[str, Any]]) -> float | None:
     if len(rates) < 2:
         return None
     return round((max(rates) - min(rates)) / max(rates), 4)
+
+def pause_spread(switches: Mapping[str, Any], hosts: Mapping[str, Any]) -> dict[str, int]:
+    """``paused_ports``, ``paused_switches``, ``paused_hosts``: how far pauses spread."""
+    paused = [(name, port, prio) for name, port, prio, slot in _queue_slots(switches)
+              if slot["paused_s"]]
+    return {"paused_ports": len(paused),
+            "paused_switches": len({name for name, _, _ in paused}),
+            "paused_hosts": sum(1 for h in hosts.values() for nic in h["nics"].values()
+                                if nic["paused_s"] > 0)}
+
 
 def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
              qps: Sequence[QpPlan], agent_stats: Mapping[str, Mapping[str, Any] | None],
@@ -280,6 +324,7 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
                            if name in upper),
         "max_fct_s": max(fcts) if fcts else None,
         "goodput_spread": goodput_spread(flow_rows),
+        **pause_spread(switches, hosts),
     }
     results: dict[str, Any] = {
         "scenario": scenario.name, "target": target, "topology": counts(topo),
@@ -287,6 +332,14 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
         "scheduled_duration_s": scenario.duration_s, "partial": partial,
         "started_unix": start_unix, "flows": flow_rows, "switches": switches,
         "hosts": hosts, "totals": totals, **(extra or {})}
+    if results.get("collectives"):
+        totals["collectives_incomplete"] = sum(not c["completed"]
+                                               for c in results["collectives"])
+    links, ecmp, link_sums = link_metrics(topo, switches, hosts, results["duration_s"])
+    results.update(links=links, ecmp=ecmp)
+    totals.update(link_sums)
+    results["time_scale"] = scenario.time_scale
+    to_dc(results, scenario.time_scale)  # *_dc_s, *_dc_bps twins when time-scaled
     results["checks"] = evaluate_checks(scenario, results)
     return results
 
@@ -334,6 +387,8 @@ def check_invariants(results: Mapping[str, Any]) -> None:
          "totals.cnp_sent != sum")
     need(t["flows_completed"] + t["flows_incomplete"] == t["flows"] == len(results["flows"]),
          "flow counts")
+    problem = link_invariant_problem(results)
+    need(problem is None, problem or "")
 
 
 # -- files -----------------------------------------------------------------------------
@@ -344,11 +399,14 @@ PORT_COLUMNS = ("switch", "port", "priority") + QUEUE_FIELDS
 
 
 def write_csvs(results: Mapping[str, Any], out_dir: Path) -> None:
+    columns = FLOW_COLUMNS
+    if results.get("time_scale", 1) != 1:
+        columns += tuple(dc_name(c) for c in DC_FIELDS["flows"] if c in FLOW_COLUMNS)
     with open(out_dir / "flows.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(FLOW_COLUMNS)
+        w.writerow(columns)
         for row in results["flows"]:
-            w.writerow(["" if row[c] is None else row[c] for c in FLOW_COLUMNS])
+            w.writerow(["" if row.get(c) is None else row[c] for c in columns])
     with open(out_dir / "ports.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(PORT_COLUMNS)
@@ -357,6 +415,7 @@ def write_csvs(results: Mapping[str, Any], out_dir: Path) -> None:
             values = {**slot, "max_qdepth": "" if depth is None else depth["packets"],
                       "paused_s": "" if slot["paused_s"] is None else slot["paused_s"]}
             w.writerow([name, port, prio] + [values[c] for c in QUEUE_FIELDS])
+    write_links_csv(results, out_dir)
 
 
 QUEUES_COLUMNS = ("switch", "port", "priority", "t_s", "depth_packets", "depth_bytes", "paused")
@@ -397,8 +456,10 @@ def write_series_csvs(out_dir: Path, series: Mapping[str, Mapping[str, Any] | No
                       qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None],
                       start_unix: float) -> None:
     """Write ``queues.csv`` (switch queue depths over time, see
-    ``GetQueueSeries``) and ``rates.csv`` (per-QP DCQCN rates over time);
-    both with their header even when empty."""
+    ``GetQueueSeries``), ``rates.csv`` (per-QP DCQCN rates over time), and
+    ``series.csv`` and ``pauses.csv`` (:mod:`emulator.measure.run_series`);
+    each with its header even when empty."""
+    write_run_series_csvs(out_dir, series, qps, stats, start_unix)
     for name, columns, rows in (
             ("queues.csv", QUEUES_COLUMNS, queue_series_rows(series, start_unix)),
             ("rates.csv", RATES_COLUMNS, rate_rows(qps, stats, start_unix))):
@@ -413,22 +474,35 @@ def summary(results: Mapping[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
 
+    k = results.get("time_scale", 1)
+    dc = k != 1  # also in data-centre units (emulator.scenario.scale)
     flows = Table(title=f"{results['scenario']} ({results['target']}, "
-                        f"{results['duration_s']:.2f} s{', PARTIAL' if results['partial'] else ''})")
-    for col in ("flow", "src → dst", "bytes", "done", "FCT ms", "goodput Mb/s", "retx", "CNPs"):
+                        f"{results['duration_s']:.2f} s"
+                        + (f" = {results['duration_dc_s'] * 1e6:.4g} µs in the data centre, "
+                           f"time scale {k:g}" if dc else "")
+                        + f"{', PARTIAL' if results['partial'] else ''})")
+    columns = ["flow", "src → dst", "bytes", "done", "FCT ms", "goodput Mb/s"]
+    columns += ["DC FCT µs", "DC Gb/s"] if dc else []
+    for col in columns + ["retx", "CNPs"]:
         flows.add_column(col, justify="right" if col not in ("flow", "src → dst") else "left")
     for f in results["flows"]:
-        flows.add_row(f["id"], f"{f['src']} → {f['dst']}", f"{f['bytes']:,}",
-                      "yes" if f["completed"] else "[red]no[/]",
-                      "" if f["fct_s"] is None else f"{f['fct_s'] * 1e3:.1f}",
-                      f"{f['goodput_bps'] / 1e6:.2f}", str(f["retransmits"]),
-                      str(f["cnp_received"]))
+        cells = [f["id"], f"{f['src']} → {f['dst']}", f"{f['bytes']:,}",
+                 "yes" if f["completed"] else "[red]no[/]",
+                 "" if f["fct_s"] is None else f"{f['fct_s'] * 1e3:.1f}",
+                 f"{f['goodput_bps'] / 1e6:.2f}"]
+        if dc:
+            cells += ["" if f.get("fct_dc_s") is None else f"{f['fct_dc_s'] * 1e6:.1f}",
+                      f"{(f.get('goodput_dc_bps') or 0) / 1e9:.1f}"]
+        flows.add_row(*cells, str(f["retransmits"]), str(f["cnp_received"]))
     t = results["totals"]
     totals = Table(title="totals", show_header=False)
     for key in ("drops", "ecn_marked", "cnp_sent", "pfc_tx", "pfc_rx", "paused_s",
-                "retransmits", "spine_bytes"):
-        totals.add_row(key, str(t[key]))
+                "paused_ports", "paused_hosts", "retransmits", "spine_bytes") + (
+                    ("max_fct_dc_s", "paused_dc_s") if dc else ()):
+        totals.add_row(key, str(t.get(key)))
     parts: list[Any] = [flows, totals]
+    if results.get("collectives"):
+        parts.append(collectives_table(results["collectives"]))
     if results["checks"]:
         checks = Table(title="checks")
         for col in ("check", "found", "result"):
@@ -438,3 +512,29 @@ def summary(results: Mapping[str, Any]) -> Any:
                            "[green]pass[/]" if c["passed"] else "[red]FAIL[/]")
         parts.append(checks)
     return Group(*parts)
+
+
+def collectives_table(collectives: Sequence[Mapping[str, Any]]) -> Any:
+    """A rich table of the collectives' results (time, algbw, busbw, latency)."""
+    from rich.table import Table
+
+    from emulator.scenario.units import format_size
+
+    table = Table(title="collectives (times in ms, bandwidths in Mb/s)")
+    for col in ("id", "kind", "ranks", "size", "time", "algbw", "busbw", "p50", "max"):
+        table.add_column(col, justify="left" if col in ("id", "kind") else "right",
+                         no_wrap=col == "kind")
+
+    def ms(value: float | None) -> str:
+        return "" if value is None else f"{value * 1e3:.1f}"
+
+    def mbps(value: float | None) -> str:
+        return "" if value is None else f"{value / 1e6:.2f}"
+
+    for c in collectives:
+        table.add_row(c["id"], c["kind"] + (" PXN" if c.get("pxn") else ""), str(c["ranks"]),
+                      format_size(c["size_bytes"]),
+                      ms(c["time_s"]) if c["completed"] else "[red]not done[/]",
+                      mbps(c["algbw_bps"]), mbps(c["busbw_bps"]),
+                      ms(c.get("latency_p50_s")), ms(c.get("latency_max_s")))
+    return table

@@ -2,12 +2,12 @@
 
 :func:`run_scenario` (root):
 
-1. expands the workload, plans the queue pairs and refuses what is not
-   supported yet (:func:`emulator.scenario.agents.check_supported`,
-   :func:`check_runnable`);
+1. expands the workload (flows, generators, collectives) and plans the
+   queue pairs;
 2. brings the fabric up and programs it (:class:`FabricSession` with
-   :func:`to_fabric_settings` and the scenario's buffer; per-port buffer
-   overrides are applied afterwards over QueueControl, built-in target);
+   :func:`to_fabric_settings`, per-port ECN/PFC overrides included, and the
+   scenario's buffer; per-port buffer overrides are applied afterwards over
+   QueueControl, built-in target);
 3. reads every switch's P4 counters as a baseline (they cannot be reset over
    P4Runtime) and resets the built-in switches' queue statistics;
 4. starts one NIC agent per server that sends or receives, inside its
@@ -20,19 +20,30 @@
    detection or re-routing, so ECMP keeps hashing onto a down link, as a
    fabric does before its routing converges), feeds fed flows
    (:class:`~emulator.scenario.agents.Feeder`) and, every
-   :data:`STATS_EVERY_S`, polls the agents' stats for the progress bar;
+   :data:`STATS_EVERY_S`, polls the agents' stats for the progress bar.
+   PFC storm events (``pfc_storm_start``/``pfc_storm_stop``) are handed to
+   the storming GPU's agent before the start, with their Unix time: its own
+   timer starts and stops the pauses on time (an agent runs for that
+   server even when it has no flow);
 6. stops the agents (SIGTERM; they write their stats), reads the switches'
    counters and queue stats, tears the fabric down (always), and writes
-   ``results.json``, ``flows.csv``, ``ports.csv`` into ``out_dir`` (the
+   ``results.json``, ``flows.csv``, ``ports.csv``, ``links.csv`` (per-link
+   bytes and utilisation, :mod:`emulator.measure.links`) into ``out_dir`` (the
    agents' configs, stats and stderr under ``out_dir/agents``), the time
    series ``queues.csv`` (built-in switches' queue depths, fetched before
-   teardown) and ``rates.csv`` (DCQCN rates), and their plots
-   ``queue_depth.png`` and ``flow_rates.png`` (:mod:`emulator.measure.plots`);
+   teardown), ``rates.csv`` (DCQCN rates), ``series.csv`` (per-QP bytes,
+   CE marks and CNPs per time bin) and ``pauses.csv`` (switch and host PFC
+   pause intervals, :mod:`emulator.measure.run_series`), and their plots
+   ``queue_depth.png``, ``flow_rates.png``, ``pauses.png`` and
+   ``ecn_cnp.png`` (:mod:`emulator.measure.plots`),
+   and ``utilisation.png``, the fabric coloured by link utilisation;
 7. with ``capture`` points (switch ports, built-in target), the switches ran
    with ``--pcap``: each point's received and sent frames are merged in time
    order into ``out_dir/pcaps/<switch>-p<port>.pcap`` (the first
    ``max_packets``; results say how many were seen), then the raw per-port
-   pcaps are removed. GPU points are refused.
+   pcaps are removed. A GPU point runs tcpdump on the GPU's interface in
+   its server's namespace (:mod:`.gpu_capture`) into
+   ``out_dir/pcaps/srvS-gpuR.pcap``, any target.
 
 Ctrl-C during the run stops the traffic early: what was measured is kept
 and the results say ``partial: true``. Agents run in their own session so a
@@ -55,17 +66,19 @@ from emulator.scenario.agents import (
     AgentProcess,
     Feeder,
     build_agent_configs,
-    check_supported,
     plan_qps,
     wait_ready,
 )
+from emulator.scenario.collective_metrics import collective_results
 from emulator.scenario.errors import ScenarioError
+from emulator.scenario.gpu_capture import GpuCapture
 from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
 from emulator.scenario.results import (
     assemble, check_invariants, counter_delta, write_csvs, write_series_csvs,
 )
+from emulator.scenario.scale import emulated, emulation_warnings
 from emulator.scenario.spec import EventSpec, Scenario
-from emulator.scenario.workload import expand_workload
+from emulator.scenario.workload import collective_plans, expand_workload
 
 TICK_S = 0.05
 STATS_EVERY_S = 0.5
@@ -73,21 +86,7 @@ START_MARGIN_S = 1.5
 START_PER_AGENT_S = 0.25
 READY_TIMEOUT_S = 60.0
 SAFETY_S = 30.0
-
-
-def check_runnable(scenario: Scenario) -> None:
-    """Refuse settings the runner cannot apply yet."""
-    for override in scenario.switches.overrides:
-        if override.ecn or override.pfc:
-            raise ScenarioError(
-                f"{scenario.source}: switches.overrides ({override.switch}"
-                f"{'' if override.port is None else f':{override.port}'}): per-switch or per-port "
-                "ECN/PFC overrides are not supported by the runner yet (buffer overrides are)")
-    gpus = [str(point) for point in scenario.capture.points if point.port is None]
-    if gpus:
-        raise ScenarioError(
-            f"{scenario.source}: capture: GPU capture points ({', '.join(gpus)}) are not "
-            "supported by the runner yet; capture the switch port facing the GPU instead")
+STORM_EVENTS = ("pfc_storm_start", "pfc_storm_stop")
 
 
 def link_interfaces(scenario: Scenario, switch_ifaces: dict[str, dict[int, str]],
@@ -116,13 +115,19 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     target = target or scenario.target
     out = Path(out_dir)
     say = log or (lambda _msg: None)
+    scenario = emulated(scenario)  # a no-op for a loaded scenario: the loader did it
+    for note in emulation_warnings(scenario):
+        say(f"warning: {note}")
     flows = expand_workload(scenario)
-    check_supported(scenario, flows)
-    check_runnable(scenario)
-    if scenario.capture.points and target != "builtin":
-        raise ScenarioError(f"{scenario.source}: capture needs the builtin target, not {target}")
+    plans = collective_plans(scenario)
+    graph = [op for plan in plans for op in plan.ops]
+    switch_points = [p for p in scenario.capture.points if p.port is not None]
+    if switch_points and target != "builtin":
+        raise ScenarioError(f"{scenario.source}: capturing switch ports needs the builtin "
+                            f"target, not {target}; capture GPUs (srvS/gpuR) instead")
     qps = plan_qps(scenario, flows)
-    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps})
+    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
+                     | {scenario.topology.gpu(e.gpu).server for e in scenario.events if e.gpu})
     out.mkdir(parents=True, exist_ok=True)
     agent_dir = out / "agents"
     agent_dir.mkdir(exist_ok=True)
@@ -151,11 +156,21 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             session = stack.enter_context(FabricSession(
                 scenario.topology, target=target, settings=to_fabric_settings(scenario),
                 workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes,
-                options=NetworkOptions(pcap=bool(scenario.capture.points))))
+                options=NetworkOptions(pcap=bool(switch_points))))
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None
             capture_files.update(_capture_plan(scenario, net, out))
+            for point in scenario.capture.points:
+                if point.port is None:
+                    gpu = scenario.topology.gpu(point.node)
+                    capture = GpuCapture(str(point), net.netns_name(gpu.server) or "", gpu.intf,
+                                         out / "pcaps" / f"{point.node.replace('/', '-')}.pcap",
+                                         scenario.capture.max_packets)
+                    stack.callback(lambda c=capture: captures.update(
+                        {c.point: c.result(scenario.capture.max_packets)}))
+                    stack.callback(capture.stop)
+                    capture.wait_listening()
             addresses = net.switch_addresses()
             qclients: dict[str, Any] = {}
             if target == "builtin":
@@ -172,7 +187,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             timings["baseline_s"] = round(time.perf_counter() - clock, 3)
             # agents
             start_unix = time.time() + START_MARGIN_S + START_PER_AGENT_S * len(servers)
-            configs = build_agent_configs(scenario, flows, start_unix, qps)
+            configs = build_agent_configs(scenario, flows, start_unix, qps, graph)
             safety = start_unix - time.time() + scenario.duration_s + SAFETY_S
             agents: dict[str, AgentProcess] = {}
 
@@ -230,7 +245,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     results = assemble(scenario, target, flows, qps, agent_stats, counters, queue_stats,
                        start_unix=start_unix, end_unix=end_unix, partial=partial,
                        extra={"events": events_done, "errors": errors, "timings": timings,
-                              **({"captures": captures} if captures else {})})
+                              **({"captures": captures} if captures else {}),
+                              **({"collectives": collective_results(plans, qps, agent_stats,
+                                                                    start_unix)}
+                                 if plans else {})})
     check_invariants(results)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     write_csvs(results, out)
@@ -251,7 +269,8 @@ def _capture_plan(scenario: Scenario, net: Any, out: Path
     raw = Path(net.workdir) / "pcap"
     plan: dict[str, tuple[Path, list[Path]]] = {}
     for point in scenario.capture.points:
-        assert point.port is not None  # GPU points refused by check_runnable
+        if point.port is None:
+            continue  # a GPU: tcpdump in its namespace (GpuCapture)
         iface = ifaces[point.node][point.port]
         target = out / "pcaps" / f"{point.node}-p{point.port}.pcap"
         plan[str(point)] = (target, [raw / point.node / f"{iface}_{d}.pcap"
@@ -357,6 +376,9 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
     sized = sum(q.size_bytes or 0 for q in qps)
     end = start_unix + scenario.duration_s
     clients = {s: AgentClient.wait(a.control, timeout_s=10.0) for s, a in agents.items()}
+    for event in [e for e in pending if e.kind in STORM_EVENTS]:
+        pending.remove(event)
+        events_done.append(_schedule_storm(scenario, event, clients, start_unix))
     next_stats = 0.0
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
@@ -389,6 +411,25 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
     finally:
         for c in clients.values():
             c.close()
+
+
+def _schedule_storm(scenario: Scenario, event: EventSpec, clients: dict[str, Any],
+                    start_unix: float) -> dict[str, Any]:
+    """Hand a storm event to its GPU's agent before the run starts: the agent's
+    timer carries it out at its time, not the runner's next tick."""
+    assert event.gpu is not None
+    gpu = scenario.topology.gpu(event.gpu)
+    at_unix = start_unix + event.at_s
+    if event.kind == "pfc_storm_start":
+        answer = clients[gpu.server].pfc_storm("start", gpu.intf, at_unix=at_unix,
+                                               priorities=list(event.priorities),
+                                               quanta=event.quanta)
+        extra = {"interval_us": answer["interval_us"]}
+    else:
+        clients[gpu.server].pfc_storm("stop", gpu.intf, at_unix=at_unix)
+        extra = {}
+    return {**event.to_dict(), "applied_at_s": event.at_s, "nic": gpu.intf,
+            "scheduled_at_s": round(time.time() - start_unix, 4), **extra}
 
 
 def _apply_event(scenario: Scenario, event: EventSpec, feeder: Feeder,

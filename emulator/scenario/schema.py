@@ -27,7 +27,11 @@ from emulator.topology.units import RATE_HINT
 TARGETS: tuple[str, ...] = ("builtin", "bmv2")
 OPS: tuple[str, ...] = ("write", "send", "read")
 GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pairs")
-EVENT_KINDS: tuple[str, ...] = ("link_down", "link_up", "stop_flow")
+COLLECTIVE_KINDS: tuple[str, ...] = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                                      "pipeline", "kv-handoff")
+PLACEMENTS: tuple[str, ...] = ("rail-aligned", "rail-unaware")
+EVENT_KINDS: tuple[str, ...] = ("link_down", "link_up", "stop_flow", "pfc_storm_start",
+                                "pfc_storm_stop")
 CHECK_OPS: tuple[str, ...] = ("==", "!=", "<", "<=", ">", ">=")
 MAX_QPS = 64
 
@@ -175,6 +179,52 @@ GENERATOR_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+# Collectives (emulator.scenario.collectives): the ranks are ``gpus`` (in
+# ring order) or ``servers`` (one rank per server, its GPU by ``placement``).
+_SERVER_LIST = _list({"type": "string", "description": "a server name or pattern (e.g. srv*)"},
+                     "a list of server names or patterns, e.g. [srv0, srv1] or ['srv[0-3]']",
+                     min_items=1, unique=True)
+_COLLECTIVE_COMMON: dict[str, Any] = {
+    "kind": {"enum": list(COLLECTIVE_KINDS), "description": _one_of(COLLECTIVE_KINDS)},
+    "id": _ID,
+    "size": _SIZE,
+    "start": _DURATION,
+    "priority": _PRIORITY,
+    "op": {"enum": ["write", "send"], "description": "one of write, send"},
+    "pxn": _BOOL,
+}
+_RANKS: dict[str, Any] = {
+    "gpus": _GPU_LIST,
+    "servers": _SERVER_LIST,
+    "placement": {"enum": list(PLACEMENTS), "description": _one_of(PLACEMENTS)},
+    "rail": _int(0, hint="a GPU index inside a server (e.g. 0)"),
+}
+_RING_KEYS: dict[str, Any] = {
+    **_RANKS,
+    "channels": _int(1, 16, "a whole number of rings from 1 to 16"),
+    "chunks": _int(1, 64, "a whole number of chunks per step from 1 to 64"),
+}
+COLLECTIVE_SCHEMAS: dict[str, dict[str, Any]] = {
+    **{kind: _obj(f"an {kind} collective" if kind[0] in "aeiou" else f"a {kind} collective",
+                  {**_COLLECTIVE_COMMON, **_RING_KEYS}, required=("kind", "id", "size"))
+       for kind in ("all-reduce", "all-gather", "reduce-scatter")},
+    "all-to-all": _obj("an all-to-all collective", {
+        **_COLLECTIVE_COMMON, "gpus": _GPU_LIST, "servers": _SERVER_LIST,
+        "chunks": _RING_KEYS["chunks"],
+    }, required=("kind", "id", "size")),
+    "pipeline": _obj("a pipeline collective", {
+        **_COLLECTIVE_COMMON, **_RANKS,
+        "microbatches": _int(1, 1024, "a whole number of microbatches from 1 to 1024"),
+        "compute": _DURATION,
+    }, required=("kind", "id", "size")),
+    "kv-handoff": _obj("a kv-handoff collective", {
+        **_COLLECTIVE_COMMON, "prefill": _GPU_LIST, "decode": _GPU_LIST,
+        "requests": _int(1, 100000, "a whole number of requests >= 1"),
+        "interval": _DURATION,
+    }, required=("kind", "id", "size", "prefill", "decode", "requests")),
+}
+
+
 def _by_kind(title: str, kinds: tuple[str, ...], schemas: Mapping[str, dict[str, Any]],
              example: str) -> dict[str, Any]:
     """A mapping whose ``kind`` picks the schema of the rest."""
@@ -204,6 +254,14 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
         "at": _DURATION, "kind": _STR,
         "flow": {"type": "string", "description": "a flow id (e.g. f1 or g0-3)"},
     }, required=("at", "kind", "flow")),
+    # a host NIC that keeps sending PFC pauses (emulator.traffic.agent.storm)
+    "pfc_storm_start": _obj("a pfc_storm_start event", {
+        "at": _DURATION, "kind": _STR, "gpu": _GPU,
+        "priorities": {**_PRIORITY_LIST, "minItems": 1},
+        "quanta": _int(1, 65535, "a whole number of pause quanta from 1 to 65535"),
+    }, required=("at", "kind", "gpu")),
+    "pfc_storm_stop": _obj("a pfc_storm_stop event", {"at": _DURATION, "kind": _STR, "gpu": _GPU},
+                           required=("at", "kind", "gpu")),
 }
 _CAPTURE = _obj("capture", {
     "ports": _list({"type": "string", "description": "SWITCH:PORT, SWITCH:* or a GPU name"},
@@ -232,8 +290,10 @@ SCHEMA: dict[str, Any] = {
         "target": {"enum": list(TARGETS), "description": _one_of(TARGETS)},
         "duration": _DURATION,
         "seed": _int(0),
-        "time_scale": {"type": "number", "minimum": 1,
-                       "description": "a number >= 1 (1 = real time)"},
+        # minimum applies to numbers only, pattern to text only
+        "time_scale": {"type": ["number", "string"], "minimum": 1, "pattern": "^auto$",
+                       "description": "a number >= 1 (1 = real time; 1000 = emulated 1000 times "
+                                      "slower than written) or auto"},
         "switches": _SWITCHES,
         "hosts": _HOSTS,
         "workload": _obj("workload", {
@@ -242,7 +302,12 @@ SCHEMA: dict[str, Any] = {
                 _by_kind("a generator", GENERATOR_KINDS, GENERATOR_SCHEMAS,
                          "{kind: incast, senders: [srv0/gpu0], receiver: srv3/gpu0, size: 2MB}"),
                 "a list of generators, e.g. [{kind: permutation, size: 1MB}]"),
-        }, example="{flows: [...], generators: [...]}"),
+            "collectives": _list(
+                _by_kind("a collective", COLLECTIVE_KINDS, COLLECTIVE_SCHEMAS,
+                         "{kind: all-reduce, id: ar, servers: ['srv[0-3]'], size: 4MB}"),
+                "a list of collectives, e.g. [{kind: all-reduce, id: ar, gpus: [...], "
+                "size: 4MB}]"),
+        }, example="{flows: [...], generators: [...], collectives: [...]}"),
         "events": _list(_by_kind("an event", EVENT_KINDS, EVENT_SCHEMAS,
                                  "{at: 2s, kind: link_down, link: [leaf-r0-0, spine0]}"),
                         "a list of events, e.g. [{at: 2s, kind: stop_flow, flow: f1}]"),

@@ -31,6 +31,8 @@ ROCE_FRAME_OVERHEAD_BYTES = 58
 DEFAULT_MAX_PACKETS = 10_000
 BEST_EFFORT_PRIORITY = 0
 UNLIMITED = "unlimited"
+# A PFC storm's pause time when the event gives none (the longest a frame can say).
+DEFAULT_STORM_QUANTA = 65535
 
 
 @dataclass(frozen=True)
@@ -262,25 +264,81 @@ class GeneratorSpec:
 
 
 @dataclass(frozen=True)
+class CollectiveSpec:
+    """A collective operation of one job, over ranks (GPUs) of the fabric;
+    :mod:`emulator.scenario.collectives` turns it into flows and messages.
+
+    ``rings`` holds the ranks in order, one tuple per channel (ring kinds:
+    ``channels`` rings share the data; ``pipeline``: one, the stages;
+    ``all-to-all``: one, the peers). ``placement`` says how the ranks were
+    chosen (``as-listed`` for ``gpus``; ``rail-aligned``/``rail-unaware``
+    for ``servers``). ``size_bytes`` is the nccl-tests size: the buffer
+    reduced (all-reduce), gathered output (all-gather), input
+    (reduce-scatter), each rank's send buffer (all-to-all), one
+    microbatch's activations (pipeline), one request's KV cache
+    (kv-handoff).
+    """
+
+    kind: str
+    id: str
+    size_bytes: int
+    rings: tuple[tuple[str, ...], ...] = ()
+    start_ns: int = 0
+    chunks: int = 1
+    pxn: bool = False
+    placement: str = "as-listed"
+    priority: int = 3
+    dscp: int = 26
+    op: str = "write"
+    microbatches: int = 1
+    compute_ns: int = 0
+    prefill: tuple[str, ...] = ()
+    decode: tuple[str, ...] = ()
+    requests: int = 0
+    interval_ns: int = 0
+
+    @property
+    def channels(self) -> int:
+        return len(self.rings)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["rings"] = [list(ring) for ring in self.rings]
+        data["prefill"], data["decode"] = list(self.prefill), list(self.decode)
+        return data
+
+
+@dataclass(frozen=True)
 class EventSpec:
-    """At ``at_ns``: take a link down or up, or stop ``flow``.
+    """At ``at_ns``: take a link down or up, stop ``flow``, or start or stop
+    a PFC storm from ``gpu``'s NIC.
 
     ``link`` holds the link's two ends in the topology's order: the GPU (of a
-    host link) or the lower-tier switch first.
+    host link) or the lower-tier switch first. A storm pauses ``priorities``
+    (the scenario's PFC priorities once checked) for ``quanta`` at a time.
     """
 
     at_ns: int
     kind: str
     link: tuple[str, str] | None = None
     flow: str | None = None
+    gpu: str | None = None
+    priorities: tuple[int, ...] = ()
+    quanta: int = DEFAULT_STORM_QUANTA
 
     @property
     def at_s(self) -> float:
         return self.at_ns / 1e9
 
     def to_dict(self) -> dict[str, Any]:
-        return {"at_ns": self.at_ns, "kind": self.kind,
-                "link": list(self.link) if self.link else None, "flow": self.flow}
+        data: dict[str, Any] = {"at_ns": self.at_ns, "kind": self.kind,
+                                "link": list(self.link) if self.link else None,
+                                "flow": self.flow}
+        if self.kind == "pfc_storm_start":
+            data.update(gpu=self.gpu, priorities=list(self.priorities), quanta=self.quanta)
+        elif self.kind == "pfc_storm_stop":
+            data["gpu"] = self.gpu
+        return data
 
 
 @dataclass(frozen=True)
@@ -314,7 +372,9 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 
 @dataclass(frozen=True)
 class ExpectCheck:
-    """``metric op value`` on results.json; ``metric`` is a dotted path."""
+    """``metric op value`` on results.json; ``metric`` is a dotted path whose
+    parts are keys, list indexes, or the ``id`` of a list element
+    (``collectives.ar.busbw_bps``)."""
 
     metric: str
     op: str
@@ -330,6 +390,10 @@ class ExpectCheck:
                 found = found[part]
             elif isinstance(found, list) and part.isdigit() and int(part) < len(found):
                 found = found[int(part)]
+            elif isinstance(found, list) and any(
+                    isinstance(item, Mapping) and item.get("id") == part for item in found):
+                found = next(item for item in found
+                             if isinstance(item, Mapping) and item.get("id") == part)
             else:
                 return False, None
         try:
@@ -364,9 +428,13 @@ class Scenario:
     hosts: HostSettings = field(default_factory=HostSettings)
     flows: tuple[FlowSpec, ...] = ()
     generators: tuple[GeneratorSpec, ...] = ()
+    collectives: tuple[CollectiveSpec, ...] = ()
     events: tuple[EventSpec, ...] = ()
     capture: CaptureSpec = field(default_factory=CaptureSpec)
     expect_checks: tuple[ExpectCheck, ...] = ()
+    # With time_scale != 1 a loaded scenario is the emulated one and this is
+    # the scenario as written, in data-centre units (emulator.scenario.scale).
+    written: Scenario | None = field(default=None, repr=False, compare=False)
 
     @property
     def duration_s(self) -> float:
@@ -374,7 +442,8 @@ class Scenario:
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised scenario (``scenario check --json``), without the
-        expanded flows (see :func:`expand_workload`)."""
+        expanded flows (see :func:`expand_workload`); an emulated scenario
+        adds ``written``, the same for the scenario as written."""
         return {
             "name": self.name,
             "source": self.source,
@@ -388,10 +457,12 @@ class Scenario:
             "switches": self.switches.to_dict(),
             "hosts": self.hosts.to_dict(),
             "workload": {"flows": [f.to_dict() for f in self.flows],
-                         "generators": [g.to_dict() for g in self.generators]},
+                         "generators": [g.to_dict() for g in self.generators],
+                         "collectives": [c.to_dict() for c in self.collectives]},
             "events": [e.to_dict() for e in self.events],
             "capture": self.capture.to_dict(),
             "expect_checks": [c.to_dict() for c in self.expect_checks],
+            **({"written": self.written.to_dict()} if self.written is not None else {}),
         }
 
 

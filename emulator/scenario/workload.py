@@ -23,6 +23,7 @@ import random
 from collections import defaultdict
 from typing import Mapping
 
+from emulator.scenario.collectives import CollectivePlan, plan_collective
 from emulator.scenario.errors import ScenarioError, key_text
 from emulator.scenario.spec import FlowSpec, GeneratorSpec, Scenario
 
@@ -31,7 +32,8 @@ _MIXING_ROUNDS = 20
 
 
 def expand_workload(scenario: Scenario) -> list[FlowSpec]:
-    """Every flow of the scenario: the written flows, then each generator's, in order."""
+    """Every flow of the scenario: the written flows, then each generator's,
+    then each collective's, in order."""
     flows = list(scenario.flows)
     server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus}
     for index, generator in enumerate(scenario.generators):
@@ -40,7 +42,21 @@ def expand_workload(scenario: Scenario) -> list[FlowSpec]:
         except ValueError as exc:
             key = key_text(["workload", "generators", index])
             raise ScenarioError(f"{scenario.source}: key '{key}': {exc}") from None
+    for plan in collective_plans(scenario):
+        flows.extend(plan.flows)
     return flows
+
+
+def collective_plans(scenario: Scenario) -> list[CollectivePlan]:
+    """The plan of every collective (flows, ops), in order."""
+    plans = []
+    for index, spec in enumerate(scenario.collectives):
+        try:
+            plans.append(plan_collective(spec, scenario.topology, scenario.seed))
+        except ValueError as exc:
+            key = key_text(["workload", "collectives", index])
+            raise ScenarioError(f"{scenario.source}: key '{key}': {exc}") from None
+    return plans
 
 
 def expand_generator(generator: GeneratorSpec, seed: int,

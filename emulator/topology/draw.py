@@ -7,18 +7,27 @@ rail has one colour from NIC to leaf; in designs without rails the colours
 show every index meeting on one switch. Uses the Agg canvas directly, so no
 pyplot state or backend selection is involved.
 
+With :class:`LinkValues` (a run's link utilisation, say) the same drawing
+shows one number per link instead: every link is coloured on a scale from
+0 to 100 % (with a colour bar) and widened by its value, idle links are thin
+grey dashes, and the links given a label carry it; NICs and leaves keep their
+rail colours.
+
 The layout is computed in inches (data units are inches), so boxes and text
 keep their size whatever the fabric's size; the figure grows instead.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
+from typing import Mapping
 
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Colormap, LinearSegmentedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
@@ -49,6 +58,26 @@ _AGG_COLOUR = "#7a8794"
 _FABRIC_LINK_COLOUR = "#9aa3ad"
 _TEXT_COLOUR = "#1f2937"
 _MUTED_COLOUR = "#6b7280"
+_IDLE_LINK_COLOUR = "#c4c9d0"
+_COLOURBAR_MARGIN_IN = 1.05  # right of the fabric, for the colour bar and its label
+_HEADING_IN = 0.16  # one more title line
+_VALUE_WIDTH_PT = (0.8, 5.0)  # line width of a link at value 0 and at value 1
+
+
+@dataclass(frozen=True)
+class LinkValues:
+    """One number per link to draw over the fabric instead of the rail colours.
+
+    ``values`` maps a link's ``(node_a, port_a)`` to a fraction, drawn on a
+    0..1 scale (clipped; 0 or absent = idle); ``label`` titles the colour
+    bar (shown in percent); ``labels`` (same keys) are written on their
+    links; ``heading`` is a line added under the title.
+    """
+
+    values: Mapping[tuple[str, int], float]
+    label: str
+    labels: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,8 +143,10 @@ def _title(topology: Topology) -> str:
             f"{c['fabric_links']} fabric links")
 
 
-def draw_topology(topology: Topology, path: str | PathLike[str]) -> None:
-    """Draw ``topology`` into an image file; the format follows the suffix (PNG, SVG, PDF)."""
+def draw_topology(topology: Topology, path: str | PathLike[str],
+                  values: LinkValues | None = None) -> None:
+    """Draw ``topology`` into an image file; the format follows the suffix
+    (PNG, SVG, PDF). With ``values``, the links show them (module docstring)."""
     gpus_per_server = topology.spec.gpus_per_server
     tiers = _tiers(topology)
     server_width = _server_width(gpus_per_server, _NIC_PITCH_IN)
@@ -134,9 +165,12 @@ def draw_topology(topology: Topology, path: str | PathLike[str]) -> None:
     tier_y = [_SERVER_HEIGHT_IN + host_gap + level * _FABRIC_GAP_IN for level in range(len(tiers))]
     height = tier_y[-1] + _SWITCH_HEIGHT_IN / 2 + (0.25 if topology.kind == "fat-tree" else 0.05)
 
-    figure_width = _LEFT_MARGIN_IN + width + _RIGHT_MARGIN_IN
+    figure_width = (_LEFT_MARGIN_IN + width + _RIGHT_MARGIN_IN
+                    + (_COLOURBAR_MARGIN_IN if values else 0.0))
     bottom_margin = _BOTTOM_MARGIN_IN + _LEGEND_ROW_IN * -(-gpus_per_server // _LEGEND_COLUMNS)
-    figure_height = _TOP_MARGIN_IN + height + bottom_margin
+    headings = values.heading.count("\n") + 1 if values and values.heading else 0
+    top_margin = _TOP_MARGIN_IN + _HEADING_IN * headings
+    figure_height = top_margin + height + bottom_margin
     figure = Figure(figsize=(figure_width, figure_height), dpi=_DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_axes((_LEFT_MARGIN_IN / figure_width, bottom_margin / figure_height,
@@ -166,17 +200,10 @@ def draw_topology(topology: Topology, path: str | PathLike[str]) -> None:
 
     if topology.kind == "fat-tree":
         _draw_pods(axes, topology, boxes)
-    for link in topology.links:
-        if link.gpu is not None:
-            gpu = topology.gpu(link.gpu)
-            x0, y0 = nic_xy[gpu.name]
-            leaf = boxes[link.node_b]
-            axes.add_line(Line2D([x0, leaf.x], [y0, leaf.bottom], color=colours[gpu.index],
-                                 linewidth=0.9, alpha=0.8, zorder=2.5))
-        else:
-            low, high = boxes[link.node_a], boxes[link.node_b]
-            axes.add_line(Line2D([low.x, high.x], [low.top, high.bottom],
-                                 color=_FABRIC_LINK_COLOUR, linewidth=0.8, zorder=1))
+    if values is None:
+        _draw_links(axes, topology, nic_xy, boxes, colours)
+    else:
+        _draw_link_values(axes, topology, nic_xy, boxes, values)
     for name, box in server_boxes:
         axes.add_patch(FancyBboxPatch(
             (box.x - box.width / 2, box.bottom), box.width, box.height,
@@ -203,12 +230,101 @@ def draw_topology(topology: Topology, path: str | PathLike[str]) -> None:
         handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
         ncol=min(len(handles), _LEGEND_COLUMNS), fontsize=7, frameon=False, handlelength=1.2,
         columnspacing=1.2,
-        title="NIC and host link colour = " + ("rail" if rails else "GPU index (no rails)"),
+        title=("NIC colour = " if values else "NIC and host link colour = ")
+        + ("rail" if rails else "GPU index (no rails)"),
         title_fontsize=7)
     legend.get_title().set_color(_MUTED_COLOUR)
-    figure.text(0.5, 1 - 0.12 / figure_height, _title(topology), ha="center", va="top",
+    title = _title(topology) + (f"\n{values.heading}" if values and values.heading else "")
+    figure.text(0.5, 1 - 0.12 / figure_height, title, ha="center", va="top",
                 fontsize=9, color=_TEXT_COLOUR)
+    if values is not None:
+        bar_left = _LEFT_MARGIN_IN + width + _RIGHT_MARGIN_IN
+        cax = figure.add_axes((bar_left / figure_width, (bottom_margin + 0.1 * height)
+                               / figure_height, 0.14 / figure_width, 0.8 * height / figure_height))
+        bar = figure.colorbar(ScalarMappable(Normalize(0, 100), _value_colours()), cax=cax)
+        bar.set_ticks([0, 25, 50, 75, 100])
+        bar.set_ticklabels(["0 %", "25 %", "50 %", "75 %", "100 %"])
+        bar.ax.tick_params(labelsize=7, colors=_MUTED_COLOUR)
+        bar.set_label(values.label, fontsize=8, color=_TEXT_COLOUR)
+        bar.outline.set_edgecolor(_MUTED_COLOUR)
     figure.savefig(path, dpi=_DPI)
+
+
+def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
+                boxes: dict[str, _Box], colours: list[tuple[float, float, float, float]]
+                ) -> None:
+    for link in topology.links:
+        if link.gpu is not None:
+            gpu = topology.gpu(link.gpu)
+            x0, y0 = nic_xy[gpu.name]
+            leaf = boxes[link.node_b]
+            axes.add_line(Line2D([x0, leaf.x], [y0, leaf.bottom], color=colours[gpu.index],
+                                 linewidth=0.9, alpha=0.8, zorder=2.5))
+        else:
+            low, high = boxes[link.node_a], boxes[link.node_b]
+            axes.add_line(Line2D([low.x, high.x], [low.top, high.bottom],
+                                 color=_FABRIC_LINK_COLOUR, linewidth=0.8, zorder=1))
+
+
+def _value_colours() -> Colormap:
+    """Pale yellow (barely used) to dark red (saturated); white is left out so
+    a lightly used link still shows against the background."""
+    base = colormaps["YlOrRd"]
+    return LinearSegmentedColormap.from_list(
+        "link-values", [base(0.18 + 0.82 * i / 15) for i in range(16)])
+
+
+def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
+                      boxes: dict[str, _Box], values: LinkValues) -> None:
+    cmap = _value_colours()
+    low_w, high_w = _VALUE_WIDTH_PT
+    texts: list[tuple[float, str, float, float, float, float, bool]] = []  # ..., host link
+    for link in topology.links:
+        key = (link.node_a, link.port_a)
+        value = min(max(float(values.values.get(key, 0.0)), 0.0), 1.0)
+        if link.gpu is not None:
+            (x0, y0), leaf = nic_xy[link.gpu], boxes[link.node_b]
+            x1, y1, base_z = leaf.x, leaf.bottom, 2.5
+        else:
+            low, high = boxes[link.node_a], boxes[link.node_b]
+            x0, y0, x1, y1, base_z = low.x, low.top, high.x, high.bottom, 1.0
+        if value > 0:
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=cmap(value),
+                                 linewidth=low_w + (high_w - low_w) * value,
+                                 solid_capstyle="butt", zorder=base_z + 0.4 * value))
+        else:
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=_IDLE_LINK_COLOUR, linewidth=0.6,
+                                 linestyle=(0, (3, 2)), zorder=base_z - 0.2))
+        text = values.labels.get(key)
+        if text:
+            texts.append((value, text, x0, y0, x1, y1, link.gpu is not None))
+    placed: list[tuple[float, float, float]] = []  # centre x, centre y, half width
+    for value, text, x0, y0, x1, y1, host in sorted(texts, key=lambda item: -item[0]):
+        # host links cross each other mid-way: label them near their NIC, where they are apart
+        spots = (0.22, 0.32, 0.14, 0.42, 0.52) if host else (0.5, 0.62, 0.38, 0.74, 0.26)
+        x, y = _free_spot(text, x0, y0, x1, y1, placed, spots)
+        axes.text(x, y, text, ha="center", va="center", fontsize=6, color=_TEXT_COLOUR,
+                  zorder=6, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white",
+                                  "edgecolor": cmap(value), "linewidth": 0.6, "alpha": 0.92})
+
+
+def _free_spot(text: str, x0: float, y0: float, x1: float, y1: float,
+               placed: list[tuple[float, float, float]],
+               spots: tuple[float, ...]) -> tuple[float, float]:
+    """The first of ``spots`` (fractions of the way from (x0, y0) to (x1, y1))
+    where a label of ``text`` does not cover one already placed (the first
+    spot when all do); records it."""
+    half_w, height = 0.035 * len(text) + 0.05, 0.16  # inches, at font size 6
+    chosen = None
+    for t in spots:
+        x, y = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+        if all(abs(x - px) >= half_w + pw or abs(y - py) >= height for px, py, pw in placed):
+            chosen = (x, y)
+            break
+    if chosen is None:
+        chosen = (x0 + spots[0] * (x1 - x0), y0 + spots[0] * (y1 - y0))
+    placed.append((chosen[0], chosen[1], half_w))
+    return chosen
 
 
 def _draw_switch(axes: Axes, switch: Switch, box: _Box,

@@ -4,7 +4,10 @@
  * selector, and the ingress side of PFC: per (ingress port, priority)
  * buffer accounting that sends a pause frame upstream when the bytes a
  * port holds in the buffer pass XOFF (as a switch with ingress-accounted
- * lossless buffers does).
+ * lossless buffers does), and again, once a refresh period has passed, for
+ * every packet that still arrives above XOFF: the upstream's pause ran out
+ * while the bytes could not leave (their own queue paused, as in a PFC
+ * storm), so egress had nothing to refresh it with.
  */
 #ifndef FABRIC_INGRESS_P4
 #define FABRIC_INGRESS_P4
@@ -16,6 +19,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
     counter(PORT_PRIO_SLOTS, CounterType.packets) pfc_rx_counter;
 
     bit<32> xoff_bytes = 0;
+    bit<48> refresh_us = 0;
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -64,13 +68,15 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         size = 4096;
     }
 
-    action set_lossless(bit<32> xoff, bit<16> quanta) {
+    action set_lossless(bit<32> xoff, bit<16> quanta, bit<48> refresh) {
         meta.lossless = 1;
         xoff_bytes = xoff;
         meta.pfc_quanta = quanta;
+        refresh_us = refresh;
     }
 
-    /* Lossless (port, priority) pairs and their XOFF threshold in bytes. */
+    /* Lossless (port, priority) pairs, their XOFF threshold in bytes and
+     * XOFF refresh period (as FabricEgress.pfc_egress has it). */
     table pfc_ingress {
         key = {
             standard_metadata.ingress_port: exact;
@@ -127,9 +133,11 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
             if (held >= xoff_bytes) {
                 bit<48> paused_at;
                 pfc_paused_at.read(paused_at, meta.port_prio);
-                if (paused_at == 0) {
-                    /* XOFF once per transition; egress refreshes it. */
-                    pfc_paused_at.write(meta.port_prio, standard_metadata.ingress_global_timestamp + 1);
+                bit<48> now = standard_metadata.ingress_global_timestamp + 1;
+                if (paused_at == 0 || now - paused_at >= refresh_us) {
+                    /* XOFF once per transition; egress refreshes it while
+                     * the bytes leave, this while they only arrive. */
+                    pfc_paused_at.write(meta.port_prio, now);
                     meta.pfc_frame = 1;
                     meta.pfc_priority = standard_metadata.priority;
                     clone_preserving_field_list(CloneType.I2E,

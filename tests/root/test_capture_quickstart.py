@@ -1,7 +1,8 @@
-"""A scenario with ``capture: {ports: [leaf-r0-0:*]}`` on the quickstart fabric
-(root, built-in target): one pcap per port of the leaf under ``pcaps/``, at
-most ``max_packets`` each, and ``aifabric inspect`` decodes RoCE packets with
-a valid ICRC from them."""
+"""A scenario with ``capture: {ports: [leaf-r0-0:*, srv1/gpu0]}`` on the
+quickstart fabric (root, built-in target): one pcap per port of the leaf and
+one of the GPU's NIC (tcpdump in its namespace) under ``pcaps/``, at most
+``max_packets`` each, and ``aifabric inspect`` decodes RoCE packets with a
+valid ICRC from them."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _scenario(tmp_path: Path) -> Path:
     topo = (REPO / "topologies" / "quickstart.yaml").resolve()
     text = re.sub(r"(?m)^topology:.*$", f"topology: {topo}", text)
     text = re.sub(r"(?m)^name:.*$", "name: quickstart-capture", text)
-    text += f"\ncapture:\n  ports: ['leaf-r0-0:*']\n  max_packets: {MAX_PACKETS}\n"
+    text += f"\ncapture:\n  ports: ['leaf-r0-0:*', srv1/gpu0]\n  max_packets: {MAX_PACKETS}\n"
     path = tmp_path / "capture.yaml"
     path.write_text(text)
     return path
@@ -41,7 +42,14 @@ def test_capture_quickstart(tmp_path: Path) -> None:
     results = json.loads((out / "results.json").read_text())
     assert results["errors"] == []
     captures = results["captures"]
-    pcaps = sorted((out / "pcaps").glob("*.pcap"))
+    gpu = captures.pop("srv1/gpu0")
+    assert gpu["file"] == "pcaps/srv1-gpu0.pcap" and gpu["packets"] == MAX_PACKETS
+    gpu_recs = list(inspect_pcap(out / gpu["file"]))
+    assert len(gpu_recs) == MAX_PACKETS
+    # f-rail0 arrives at srv1/gpu0: its WRITEs, with valid ICRC, and the NIC's ACKs back
+    data = [r for r in gpu_recs if r.kind == "roce" and "WRITE" in r.fields["opcode_name"]]
+    assert data and all(r.fields["icrc_ok"] for r in data)
+    pcaps = sorted((out / "pcaps").glob("leaf-*.pcap"))
     assert pcaps and {p.name for p in pcaps} == {
         f"leaf-r0-0-p{point.split(':')[1]}.pcap" for point in captures}
     assert all(p.name.startswith("leaf-r0-0-p") for p in pcaps)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.measure.inspect import inspect_pcap
 from emulator.scenario import load_scenario
 from emulator.scenario.results import check_invariants
 from emulator.scenario.runner import run_scenario
@@ -21,7 +22,9 @@ SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml") if p.name != "quicksta
 
 def test_scenarios_shipped():
     assert {"incast-ecn.yaml", "pfc-incast.yaml", "pfc-incast-nopfc.yaml",
-            "pfc-hol.yaml"} <= set(SHIPPED)
+            "pfc-hol.yaml", "allreduce-rail-aligned.yaml", "allreduce-cross-rail.yaml",
+            "alltoall-moe.yaml", "alltoall-moe-pxn.yaml", "kv-handoff.yaml",
+            "pfc-storm.yaml", "ecmp-collision.yaml", "ecmp-collision-fix.yaml"} <= set(SHIPPED)
 
 
 # Statistical checks (fair shares, FCT ratios) depend on how the shared
@@ -37,9 +40,27 @@ def test_shipped_scenario_expectations_hold(name, tmp_path):
     for attempt in range(2):
         results = run_scenario(scenario, tmp_path / f"out{attempt}", progress=False)
         assert results["partial"] is False and results["errors"] == [], results["errors"]
+        for png in ("queue_depth.png", "flow_rates.png", "pauses.png", "ecn_cnp.png",
+                    "utilisation.png"):
+            assert (tmp_path / f"out{attempt}" / png).stat().st_size > 10_000, png
+        _check_captures(results, tmp_path / f"out{attempt}")
         check_invariants(results)
         failed = [c for c in results["checks"] if not c["passed"]]
         if not failed or any(c["metric"] not in STATISTICAL for c in failed):
             break
     assert not failed, f"{name}: {failed}; totals {results['totals']}"
     assert len(results["checks"]) == len(scenario.expect_checks)
+
+
+def _check_captures(results, out):
+    """Every capture decodes; RoCE packets carry a valid ICRC; where the
+    switches paused anyone, the captures hold the pause frames."""
+    kinds = set()
+    for point, capture in (results.get("captures") or {}).items():
+        records = list(inspect_pcap(out / capture["file"]))
+        assert len(records) == capture["packets"] > 0, point
+        roce = [r for r in records if r.kind == "roce"]
+        assert roce and all(r.fields["icrc_ok"] for r in roce), point
+        kinds |= {r.kind for r in records}
+    if results.get("captures") and results["totals"]["pfc_tx"]:
+        assert "pfc" in kinds, kinds

@@ -83,6 +83,16 @@ def test_a_qp_is_paced_at_its_dcqcn_rate():
     assert wire_rate_bps(frames) == pytest.approx(2.5e6, rel=1e-9)
 
 
+@pytest.mark.parametrize("dcqcn", [True, False])
+def test_a_rate_cap_holds_a_qp_below_line_rate(dcqcn):
+    net = pair(a={"messages": [{"qp": A, "size_bytes": 100 * 1024}],
+                  "qp": {"max_rate_bps": 2e6, "dcqcn": {"enabled": dcqcn}}})
+    net.run(2.0)
+    frames = [(t, f) for t, f in net.fakes[("a", "eth0")].sent if parse(f).opcode <= 0x10]
+    assert len(frames) == 100
+    assert wire_rate_bps(frames) == pytest.approx(2e6, rel=1e-6)
+
+
 def test_qps_of_a_nic_share_it_round_robin():
     extra = {"qpn": 0x33, "nic": "eth0", "remote_ip": IP["b"], "remote_qpn": 0x44}
     peer = {"qpn": 0x44, "nic": "eth0", "remote_ip": IP["a"], "remote_qpn": 0x33}

@@ -72,6 +72,20 @@ def test_late_loop_gives_up_lag_beyond_max_lag():
     assert [ip_ident(f) for _, f in ports[2].sent] == list(range(20))
 
 
+def test_late_loop_keeps_frames_in_order_on_a_long_link():
+    # 5 ms of delay holds five 1 ms frames on the link; a loop waking up
+    # 7 ms late must still deliver them before the frames serialised since.
+    dp, clock, ports = make_dataplane({1: FAST, 2: PortConfig(rate_bps=8e6, delay_us=5000)})
+    for i in range(10):
+        dp.receive(1, ipv4_frame(2, 1000, ident=i))
+    clock.t = 0.0045
+    dp.run_due(clock.t)
+    clock.t = 0.0115
+    dp.run_due(clock.t)
+    advance(dp, clock, 1.0)
+    assert [ip_ident(f) for _, f in ports[2].sent] == list(range(10))
+
+
 def test_strict_priority_serves_the_highest_priority_first():
     dp, clock, ports = make_dataplane({1: FAST, 2: PortConfig(rate_bps=1e6)})
     for i in range(3):

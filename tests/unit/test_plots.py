@@ -62,7 +62,8 @@ def test_empty_inputs_still_write_headers_and_plots(tmp_path):
     assert read(tmp_path / "queues.csv") == [list(QUEUES_COLUMNS)]
     assert read(tmp_path / "rates.csv") == [list(RATES_COLUMNS)]
     paths = plot_run(tmp_path, title="empty")
-    assert [p.name for p in paths] == ["queue_depth.png", "flow_rates.png"]
+    assert [p.name for p in paths] == ["queue_depth.png", "flow_rates.png", "pauses.png",
+                                       "ecn_cnp.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     # no CSVs at all (a run interrupted early): plots that say so
     other = tmp_path / "none"

@@ -11,12 +11,11 @@ from emulator.scenario.agents import (
     QPN_BASE,
     Feeder,
     build_agent_configs,
-    check_supported,
     dcqcn_params,
     plan_qps,
     stripes,
 )
-from emulator.scenario.runner import check_runnable, link_interfaces
+from emulator.scenario.runner import link_interfaces
 from emulator.scenario.spec import DcqcnSpec
 from emulator.traffic.agent.config import parse_config
 
@@ -123,15 +122,32 @@ def test_feeder_never_posts_past_the_size():
     assert feeder.tick(0.1, status) == []
 
 
-def test_unsupported_settings_are_refused():
-    s = scenario([{**FLOWS[0], "rate": "10Mbps"}])
-    with pytest.raises(ScenarioError, match="rate"):
-        check_supported(s, expand_workload(s))
-    s = scenario(FLOWS, switches={"overrides": [{"switch": "spine0", "ecn": {"kmin": "10pkts"}}]})
-    with pytest.raises(ScenarioError, match="not supported"):
-        check_runnable(s)
-    s = scenario(FLOWS, switches={"overrides": [{"switch": "spine0", "buffer": "64KB"}]})
-    check_runnable(s)
+def test_a_flow_rate_cap_is_shared_by_its_qps():
+    s = scenario([{**FLOWS[0], "rate": "10Mbps", "qps": 4}])
+    configs = build_agent_configs(s, expand_workload(s))
+    sent = [q for q in configs["srv0"]["qps"]]
+    assert [q["max_rate_bps"] for q in sent] == [2.5e6] * 4
+    parse_config(configs["srv0"])  # the agent takes it
+
+
+def test_per_port_ecn_and_pfc_overrides_reach_the_plan():
+    from emulator.control.fabric_plan import ECN_CONFIG, PFC_INGRESS, plan_fabric
+    from emulator.scenario.fabric import to_fabric_settings
+
+    s = scenario(FLOWS, switches={"overrides": [
+        {"switch": "spine0", "ecn": {"kmin": "10pkts", "kmax": "20pkts"}},
+        {"switch": "spine0", "port": 1, "pfc": {"enabled": False}}]})
+    settings = to_fabric_settings(s)
+    assert settings.ecn.kmin_pkts == 5 and set(settings.ports) == {
+        ("spine0", p.number) for p in s.topology.switch("spine0").ports}
+    plans = plan_fabric(s.topology, settings)
+    spine = plans["spine0"]
+    ecn = {e.match[0][1]: dict(e.params)["min_pkts"] for e in spine.table(ECN_CONFIG)}
+    assert set(ecn.values()) == {10}
+    assert {dict(e.params)["min_pkts"] for e in plans["leaf-r0-0"].table(ECN_CONFIG)} == {5}
+    lossless_ports = {e.match[0][1] for e in spine.table(PFC_INGRESS)}
+    assert 1 not in lossless_ports and len(lossless_ports) == len(spine.ports) - 1
+    assert next(p for p in spine.ports if p.port == 1).pfc_priorities == ()
 
 
 def test_link_events_find_the_switch_interfaces():

@@ -24,14 +24,20 @@ DATA = Path(__file__).resolve().parent / "data" / "scenarios"
 
 
 def test_full_example_converts_bytes_to_packets_rounding_up():
-    settings = to_fabric_settings(load_scenario(DATA / "full.yaml"))
+    scenario = load_scenario(DATA / "full.yaml")
+    settings = to_fabric_settings(scenario)
+    ecn = EcnSettings(enabled=True, kmin_pkts=19, kmax_pkts=74, pmax=0.2, priorities=(3,))
+    pfc = PfcSettings(enabled=True, priorities=(3,), xoff_bytes=40_000, xon_bytes=20_000,
+                      quanta=65535)
+    # the spine0 override (ECN kmin 10KB) travels with the fabric's settings, per port
+    spine = {(n, p): settings.ports[(n, p)] for n, p in settings.ports}
+    assert {n for n, _ in spine} == {"spine0"}
+    assert all(e.kmin_pkts == 10 for e, _ in spine.values())
     assert settings == FabricSettings(
         roce_dscp=26, roce_priority=3, cnp_dscp=48, cnp_priority=6,
         # 20KB / 1082B = 18.5 -> 19; 80KB / 1082B = 73.9 -> 74
-        ecn=EcnSettings(enabled=True, kmin_pkts=19, kmax_pkts=74, pmax=0.2, priorities=(3,)),
-        pfc=PfcSettings(enabled=True, priorities=(3,), xoff_bytes=40_000, xon_bytes=20_000,
-                        quanta=65535),
-    )
+        ecn=ecn, pfc=pfc, ports=settings.ports)
+    assert settings.for_port("leaf-r0-0", 1) == (ecn, pfc)
 
 
 def test_packet_thresholds_pass_through_and_pfc_packets_become_frames():

@@ -74,7 +74,7 @@ CASES = [
     ("negative-seed", BASE + "seed: -1\n", 26, "seed", ["-1 is too small", ">= 0"]),
     ("duplicate-key", BASE + "duration: 5s\n", 26, "duration", ["given twice (first on line 3)"]),
     ("workload-not-mapping", edit("workload:", "workload: 3\nx:"), 12, "workload",
-     ["3 is not a mapping", "{flows: [...], generators: [...]}"]),
+     ["3 is not a mapping", "{flows: [...], generators: [...], collectives: [...]}"]),
     ("pmax-range", edit("pmax: 0.2", "pmax: 1.5"), 6, "switches.ecn.pmax",
      ["1.5 is too large", "a probability from 0 to 1"]),
     ("quanta-range", edit("quanta: 65535", "quanta: 70000"), 7, "switches.pfc.quanta",
@@ -250,7 +250,7 @@ CASES = [
                       "  generators:\n    - {kind: incast, senders: [srv0/gpu1, srv1/gpu1], "
                       "receiver: srv3/gpu1, size: 2MB}\n", "flows: []\n").replace(
         "  - {at: 1s, kind: stop_flow, flow: f1}\n", ""), 12, "workload",
-     ["makes no flows; give flows or generators"]),
+     ["makes no flows; give flows, generators or collectives"]),
     ("stop-unknown-flow", edit("flow: f1}", "flow: f9}"), 20, "events[2].flow",
      ["no flow 'f9'; flows are f1, g0-0, g0-1"]),
     ("stop-before-start", edit("start: 0s}", "start: 2s}"), 20, "events[2].at",

@@ -327,10 +327,11 @@ class DataPlane:
     def _depart(self, ps: PortState, qc: Any, frame: bytes, end: float, now: float) -> None:
         """Serialisation of ``frame`` ended at ``end``: send it after the delay."""
         if ps.delay_s:
-            arrive = end + ps.delay_s
-            if arrive > now:
-                self._push(arrive, DELIVER, (ps, qc, frame))
-                return
+            # Through the timer heap even when already due: a loop running
+            # later than the delay must not send this frame ahead of earlier
+            # ones still propagating on the link (FIFO per port).
+            self._push(end + ps.delay_s, DELIVER, (ps, qc, frame))
+            return
         self._transmit(ps, qc, frame)
 
     def _transmit(self, ps: PortState, qc: Any, frame: bytes) -> None:
@@ -419,6 +420,8 @@ class DataPlane:
             row: dict[str, Any] = {"port": number, "name": ps.backend.name}
             row.update(ps.counters.to_dict())
             row["drops"]["truncated"] += getattr(ps.backend, "truncated", 0)
+            if hasattr(ps.backend, "poll_overruns"):
+                row["drops"]["rx_overrun"] += ps.backend.poll_overruns()
             row["config"] = ps.config.to_dict()
             queues = []
             for prio, qc in enumerate(ps.tm.counters):
@@ -456,6 +459,9 @@ class DataPlane:
             ps.counters.reset()
             if hasattr(ps.backend, "truncated"):
                 ps.backend.truncated = 0
+            if hasattr(ps.backend, "poll_overruns"):
+                ps.backend.poll_overruns()
+                ps.backend.overruns = 0
             for prio, qc in enumerate(ps.tm.counters):
                 qc.reset(ps.tm.depth_packets(prio), ps.tm.depth_bytes[prio], qc.in_flight)
             ps.pfc.reset_stats(now)

@@ -37,6 +37,7 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_AUXDATA = 8
+PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
 SO_RCVBUFFORCE = 33
 TP_STATUS_VLAN_VALID = 0x10
@@ -44,6 +45,7 @@ TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
 _ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size)
 _VLAN_TAG = struct.Struct("!HH")
+_PACKET_STATS = struct.Struct("=II")  # struct tpacket_stats: tp_packets, tp_drops
 MAX_FRAME = 65_535
 _MSG_TRUNC = int(socket.MSG_TRUNC)  # a plain int: IntFlag.__and__ costs microseconds
 
@@ -56,6 +58,7 @@ DROP_CAUSES = (
     "bad_priority",    # egress: priority >= --priority-queues
     "tx_error",        # egress: the socket refused the frame
     "truncated",       # ingress: longer than the receive buffer
+    "rx_overrun",      # ingress: the kernel dropped it, the socket's buffer was full
 )
 
 
@@ -113,6 +116,18 @@ class RawPort:
         self._recvmsg = sock.recvmsg
         self._send = sock.send
         self.truncated = 0
+        self.overruns = 0
+
+    def poll_overruns(self) -> int:
+        """Frames the kernel dropped because this socket's receive buffer was
+        full (the switch fell behind), since the last reset. Reading the
+        kernel's count resets it, so it is accumulated here."""
+        try:
+            raw = self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _PACKET_STATS.size)
+        except OSError:
+            return self.overruns
+        self.overruns += _PACKET_STATS.unpack(raw)[1]
+        return self.overruns
 
     def fileno(self) -> int:
         return self._sock.fileno()

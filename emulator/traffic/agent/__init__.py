@@ -17,9 +17,11 @@ exits 0. Both ends of every queue pair are in the configs (static QP
 numbers, no connection set-up). The config format: :mod:`.config`.
 
 The stats file (and the ``stats`` answer): ``nics[]`` with counters, paused
-seconds and PFC frames per priority; ``qps[]`` with counters (sums in
-:mod:`.stats`), DCQCN state and its scaled parameters, and
-``rate_samples`` ``[t_unix, Rc, Rt, α]``; ``messages.sent[]`` (posted,
+seconds, PFC frames and ``pause_intervals`` ``[start_unix, end_unix]`` per
+priority; ``qps[]`` with counters (sums in :mod:`.stats`), ``series``
+(payload bytes sent, resent and accepted, CE marks, CNPs sent and received
+per time bin of ``bin_s`` from ``start_unix``), DCQCN state and its scaled
+parameters, and ``rate_samples`` ``[t_unix, Rc, Rt, α]``; ``messages.sent[]`` (posted,
 first packet and last ACK times, ``fct_s``, status) and
 ``messages.received[]``; the config. Times are Unix seconds.
 
@@ -32,6 +34,7 @@ Modules, each owning one thing:
   parameter scaling.
 - :mod:`.pacing` — virtual-clock pacer (NIC line rate, QP rate).
 - :mod:`.pfc` — 802.1Qbb pause state of a NIC.
+- :mod:`.storm` — a PFC storm a NIC sends (the control channel's ``pfc_storm``).
 - :mod:`.nic` — a NIC: transmit scheduling, receive dispatch.
 - :mod:`.agent` — NICs + QPs + workload + timers, clock-agnostic.
 - :mod:`.timers` — the timer heap.
@@ -44,7 +47,8 @@ Modules, each owning one thing:
 
 Limits: RC SEND and RDMA WRITE only (no READ, atomics, immediate data,
 UD); no memory is read or written (payloads are zeros, the responder keeps
-counts); no RNR or credit flow control; the host honours PFC but never
-sends it; IPv4 only, untagged frames (priority comes from the QP config,
-the switch classifies by DSCP).
+counts); no RNR or credit flow control; the host honours PFC and sends it
+only as a storm on request (``pfc_storm``), never from its own buffers;
+IPv4 only, untagged frames (priority comes from the QP config, the switch
+classifies by DSCP).
 """

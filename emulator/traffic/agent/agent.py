@@ -10,7 +10,8 @@ when to call again. Times are seconds on the driver's monotonic clock;
 
 Workload: the config's messages are posted by timers at ``start + at_s +
 i × interval_s``, where start is ``workload.start_at_unix`` (shared by all
-agents of a run) or the agent's start. :meth:`Agent.post` posts one more,
+agents of a run) or the agent's start; work-graph messages wait for the
+data they depend on (:mod:`.workgraph`). :meth:`Agent.post` posts one more,
 now or later (the control channel's ``post``).
 """
 
@@ -24,6 +25,7 @@ from emulator.traffic.agent.nic import Nic
 from emulator.traffic.agent.qp import QpError, QueuePair
 from emulator.traffic.agent.stats import MessageLog
 from emulator.traffic.agent.timers import TimerHeap
+from emulator.traffic.agent.workgraph import WorkGraph
 
 STATS_VERSION = 1
 
@@ -48,7 +50,9 @@ class Agent:
             if nic_config.name not in backends:
                 raise AgentError(f"no back end for NIC {nic_config.name}")
             nic = Nic(nic_config, backends[nic_config.name], now,
-                      check_icrc=config.run.check_icrc)
+                      check_icrc=config.run.check_icrc, wall_offset=wall_offset,
+                      series_bin_s=config.run.series_bin_ms / 1e3,
+                      series_origin_unix=config.start_at_unix)
             self.nics.append(nic)
             self.nic_by_name[nic_config.name] = nic
         self.qps: dict[int, QueuePair] = {}
@@ -66,8 +70,12 @@ class Agent:
         start = now if config.start_at_unix is None else config.start_at_unix - wall_offset
         self.workload_start = start
         for spec in config.messages:
-            if spec.count:
+            if spec.count and not spec.in_graph:
                 self.timers.schedule(start + spec.at_s, self._workload_timer(spec, 0))
+        self.graph = WorkGraph([s for s in config.messages if s.in_graph], self.timers, start,
+                               self.post, wall_offset=wall_offset)
+        if len(self.graph):
+            self.log.listeners.append(self.graph.on_log)
         if config.run.duration_s is not None:
             self.timers.schedule(now + config.run.duration_s,
                                  lambda t: self.stop("duration", t))
@@ -137,6 +145,7 @@ class Agent:
         """A small summary for polling: per QP, messages outstanding and done."""
         return {"agent": self.config.name, "now_unix": now + self.wall,
                 "elapsed_s": now - self.started_at, "stopped": self.stopped,
+                "graph_pending": self.graph.pending(),
                 "qps": {str(n): {"outstanding": len(qp.msgs), "error": qp.error,
                                  "completed": qp.counters.messages_completed,
                                  "failed": qp.counters.messages_failed,
@@ -159,6 +168,7 @@ class Agent:
             "qps": [qp.snapshot(now) for qp in self.qps.values()],
             "messages": {"sent": list(self.log.sent), "received": list(self.log.received),
                          "records_dropped": self.log.dropped},
+            "graph": self.graph.records(),
             "config": _jsonable(self.config.to_dict()),
         }
 

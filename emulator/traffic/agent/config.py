@@ -15,7 +15,7 @@ shown with its default where it has one::
       "qps": [
         {"qpn": 17, "nic": "eth0", "remote_ip": "10.0.1.1", "remote_qpn": 17,
          "remote_mac": null, "priority": 3, "dscp": 26, "udp_sport": null,
-         "start_psn": 0, "remote_start_psn": 0, "ecn": "auto",
+         "start_psn": 0, "remote_start_psn": 0, "ecn": "auto", "max_rate_bps": null,
          "transport": {"path_mtu_bytes": 1024, "ack_req_every": 16, "ack_every": 0,
                        "timeout_ms": 200, "min_timeout_ms": 20, "max_timeout_ms": 5000,
                        "rtt_timeout_factor": 4, "retry_count": 7,
@@ -27,7 +27,7 @@ shown with its default where it has one::
                                  "at_s": 0.0, "count": 1, "interval_s": 0.0}]},
       "run": {"duration_s": null, "stats_path": null, "control_socket": null,
               "check_icrc": false, "max_rate_samples": 20000,
-              "max_message_records": 100000, "swallow_udp": true}
+              "max_message_records": 100000, "swallow_udp": true, "series_bin_ms": 10}
     }
 
 - ``nics``: one per GPU NIC, ``name`` the interface in the server's
@@ -44,7 +44,8 @@ shown with its default where it has one::
   and ACKs), ``dscp`` what the switch classifies (26 -> lossless priority 3).
   CNPs go with DSCP 48 on priority 6. ``ecn``: ``auto`` (ECT(0) when DCQCN
   is on, Not-ECT when off), ``ect0``, ``ect1`` or ``not-ect``.
-  ``udp_sport`` defaults to ``0xC000 | (qpn & 0x3FFF)``. ``start_psn`` is
+  ``udp_sport`` defaults to ``0xC000 | (qpn & 0x3FFF)``. ``max_rate_bps``
+  caps the QP's rate (DCQCN then runs as on a NIC of that rate). ``start_psn`` is
   the first PSN this QP sends, ``remote_start_psn`` the first it expects.
   ``transport`` and ``dcqcn`` are merged over ``defaults`` key by key; see
   :class:`TransportParams` and ``dcqcn.DcqcnParams``.
@@ -52,14 +53,19 @@ shown with its default where it has one::
   ``at_s`` after the start, every ``interval_s``. ``op`` is ``write`` or
   ``send``. ``start_at_unix`` (wall clock, shared by all namespaces) lets
   the runner start several agents' workloads together; default: when the
-  agent starts.
+  agent starts. A message with ``after_rx`` (``[[qpn, n], ...]``: wait
+  until responder QP ``qpn`` has received ``n`` messages), ``delay_s``
+  (wait this long once ready: compute time) or ``tag`` (its name in the
+  records) belongs to the work graph (:mod:`.workgraph`): posted once, in
+  file order per QP, when all its conditions hold.
 - ``run``: ``duration_s`` (stop after; null = until SIGTERM/SIGINT or a
   ``stop`` command), where to write the stats and the control socket (the
   command line overrides both), whether to check every frame's ICRC, caps
   on recorded rate samples and message records, and ``swallow_udp`` (bind
   UDP port 4791 on the NIC's address, when the address is configured, so
   the kernel drops RoCE packets quietly instead of answering them with ICMP
-  port unreachable).
+  port unreachable). ``series_bin_ms``: the time bin of the per-QP series in
+  the stats (see ``stats``), 0.1 ms to 60 s.
 """
 
 from __future__ import annotations
@@ -145,6 +151,7 @@ class QpConfig:
     ecn: str = "auto"
     rkey: int = 0
     remote_va: int = 0
+    max_rate_bps: float | None = None  # a cap on this QP's sending rate (None: line rate)
     transport: TransportParams = field(default_factory=TransportParams)
     dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
 
@@ -161,6 +168,15 @@ class MessageSpec:
     at_s: float = 0.0
     count: int = 1
     interval_s: float = 0.0
+    # Work-graph messages (see workgraph): posted once every (qpn, n) here
+    # has received n messages and at_s has come, delay_s after that.
+    after_rx: tuple[tuple[int, int], ...] = ()
+    delay_s: float = 0.0
+    tag: str | None = None
+
+    @property
+    def in_graph(self) -> bool:
+        return bool(self.after_rx) or self.delay_s > 0 or self.tag is not None
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,7 @@ class RunConfig:
     max_rate_samples: int = 20_000
     max_message_records: int = 100_000
     swallow_udp: bool = True
+    series_bin_ms: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -301,9 +318,19 @@ def _qp(raw: Any, where: str, defaults: dict[str, Any], nics: tuple[NicConfig, .
         ecn=ecn,
         rkey=_int(obj.get("rkey", 0), f"{where}.rkey", 0, 0xFFFFFFFF),
         remote_va=_int(obj.get("remote_va", 0), f"{where}.remote_va", 0, (1 << 64) - 1),
+        max_rate_bps=_max_rate(obj.get("max_rate_bps"), f"{where}.max_rate_bps"),
         transport=_build(TransportParams, transport, f"{where}.transport"),
         dcqcn=_build(DcqcnParams, dcqcn, f"{where}.dcqcn"),
     )
+
+
+def _max_rate(raw: Any, where: str) -> float | None:
+    if raw is None:
+        return None
+    rate = _number(raw, where)
+    if rate <= 0 or math.isinf(rate):
+        raise ConfigError(f"{where} must be a positive finite rate (or null: line rate)")
+    return rate
 
 
 def _message(raw: Any, where: str, qpns: set[int]) -> MessageSpec:
@@ -317,11 +344,27 @@ def _message(raw: Any, where: str, qpns: set[int]) -> MessageSpec:
     op = obj.get("op", "write")
     if op not in OPS:
         raise ConfigError(f"{where}.op must be one of {', '.join(OPS)}")
-    return MessageSpec(qp=qp, size_bytes=_int(obj["size_bytes"], f"{where}.size_bytes", 0,
+    after = []
+    for n, dep in enumerate(_list(obj.get("after_rx", []), f"{where}.after_rx")):
+        if not isinstance(dep, list) or len(dep) != 2:
+            raise ConfigError(f"{where}.after_rx[{n}] must be [qpn, count]")
+        dep_qp = _int(dep[0], f"{where}.after_rx[{n}][0]", 0, MAX_QPN)
+        if dep_qp not in qpns:
+            raise ConfigError(f"{where}.after_rx[{n}]: no queue pair {dep_qp}")
+        after.append((dep_qp, _int(dep[1], f"{where}.after_rx[{n}][1]", 1, 1 << 31)))
+    tag = obj.get("tag")
+    spec = MessageSpec(qp=qp, size_bytes=_int(obj["size_bytes"], f"{where}.size_bytes", 0,
                                               1 << 40),
                        op=op, at_s=_nonneg(obj.get("at_s", 0.0), f"{where}.at_s"),
                        count=_int(obj.get("count", 1), f"{where}.count", 0, 1 << 31),
-                       interval_s=_nonneg(obj.get("interval_s", 0.0), f"{where}.interval_s"))
+                       interval_s=_nonneg(obj.get("interval_s", 0.0), f"{where}.interval_s"),
+                       after_rx=tuple(after),
+                       delay_s=_nonneg(obj.get("delay_s", 0.0), f"{where}.delay_s"),
+                       tag=None if tag is None else _str(tag, f"{where}.tag"))
+    if spec.in_graph and spec.count != 1:
+        raise ConfigError(f"{where}: a message with after_rx, delay_s or tag is posted once "
+                          f"(count 1), not {spec.count} times")
+    return spec
 
 
 def _run(raw: Any) -> RunConfig:
@@ -337,7 +380,15 @@ def _run(raw: Any) -> RunConfig:
         max_message_records=_int(obj.get("max_message_records", 100_000),
                                  "run.max_message_records", 0, 1 << 31),
         swallow_udp=_bool(obj.get("swallow_udp", True), "run.swallow_udp"),
+        series_bin_ms=_bin_ms(obj.get("series_bin_ms", 10.0)),
     )
+
+
+def _bin_ms(raw: Any) -> float:
+    value = _number(raw, "run.series_bin_ms")
+    if not 0.1 <= value <= 60_000:
+        raise ConfigError(f"run.series_bin_ms = {raw} is not in 0.1..60000 (milliseconds)")
+    return value
 
 
 def _build(cls: type, values: dict[str, Any], where: str) -> Any:

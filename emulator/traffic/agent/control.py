@@ -16,6 +16,11 @@ each with one line, ``{"ok": true, ...}`` or ``{"ok": false, "error":
   from index ``since`` on (status, posted/first_tx/acked times, FCT) and
   the index to ask from next time.
 - ``{"op": "stats"}`` -> the full stats snapshot (as the stats file).
+- ``{"op": "pfc_storm", "action": "start", "nic": "eth0", "priorities": [3],
+  "quanta": 65535, "interval_us": null, "at_unix": null}`` -> the NIC sends
+  PFC pause frames to its switch port (now, or at ``at_unix``) until
+  ``{"op": "pfc_storm", "action": "stop", "nic": "eth0"}`` (which sends one
+  XON unless ``"xon": false``); see :mod:`.storm`.
 - ``{"op": "stop"}`` -> the agent stops, writes its stats file and exits.
 
 :class:`ControlServer` lives in the agent's event loop (non-blocking, output
@@ -33,6 +38,7 @@ from typing import Any
 
 from emulator.traffic.agent.agent import Agent, AgentError
 from emulator.traffic.agent.loop import EventLoop
+from emulator.traffic.agent.storm import storm_request
 
 MAX_LINE_BYTES = 1 << 20
 
@@ -166,6 +172,8 @@ class ControlServer:
         if op == "stop":
             agent.stop("control", now)
             return {}
+        if op == "pfc_storm":
+            return storm_request(agent, request, now)
         raise ValueError(f"unknown op {op!r}")
 
     def close(self) -> None:
@@ -259,6 +267,12 @@ class AgentClient:
 
     def stop(self) -> None:
         self.request("stop")
+
+    def pfc_storm(self, action: str, nic: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Start (``priorities``, ``quanta``, ``interval_us``) or stop (``xon``)
+        a PFC storm on ``nic``; fields left out take the agent's defaults."""
+        return self.request("pfc_storm", action=action,
+                            **({} if nic is None else {"nic": nic}), **fields)
 
     def close(self) -> None:
         self._sock.close()

@@ -17,19 +17,33 @@ a wire; the line time is spent either way.
 to the queue pair their BTH names: ACK/NAK to the requester, CNP to DCQCN,
 SEND/WRITE to the responder. 802.1Qbb frames act on the pause state
 (:mod:`.pfc`). Anything else is counted and dropped.
+
+**PFC storm.** :meth:`Nic.start_storm` makes the NIC send PFC XOFF frames
+to its switch port again and again (:mod:`.storm`), as a NIC with a stuck
+receive pipeline does; they leave first, paused or not (MAC control frames
+are never paused), and count in ``pfc_tx`` and ``pfc_storm_frames``.
+
+**Time series.** The NIC owns the :class:`~.stats.SeriesClock` of its
+queue pairs' binned counts: bins of ``series_bin_s`` on a grid through
+``series_origin_unix`` (the run's common start, or by default Unix time 0),
+bin 0 being the one the NIC starts in, so the bins of every agent of a run
+line up. Its snapshot has ``pause_intervals``: per
+priority, ``[start_unix, end_unix]`` of each pause it honoured (a pause
+still on ends at the snapshot), and ``pause_intervals_dropped``.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from emulator.traffic.agent.config import NicConfig
 from emulator.traffic.agent.pacing import Pacer
-from emulator.traffic.agent.pfc import PauseState
+from emulator.traffic.agent.pfc import MAX_PAUSE_INTERVALS, PauseState
 from emulator.traffic.agent.qp import REQUEST_OPCODES
-from emulator.traffic.agent.stats import NicCounters
+from emulator.traffic.agent.stats import MAX_SERIES_BINS, NicCounters, SeriesClock
+from emulator.traffic.agent.storm import PauseStorm
 from emulator.traffic.layers.opcodes import CNP, RC_ACKNOWLEDGE
 from emulator.traffic.layers.pfc import NUM_PRIORITIES, pfc_pause_quanta
 from emulator.traffic.roce import RoceFormatError, parse
@@ -46,13 +60,21 @@ class Nic:
     """Scheduling, pacing, pause state and receive dispatch of one NIC."""
 
     def __init__(self, config: NicConfig, io: Any, now: float, *,
-                 check_icrc: bool = False) -> None:
+                 check_icrc: bool = False, series_bin_s: float = 0.01,
+                 wall_offset: float = 0.0, max_series_bins: int = MAX_SERIES_BINS,
+                 series_origin_unix: float | None = None,
+                 max_pause_intervals: int = MAX_PAUSE_INTERVALS) -> None:
         self.config = config
         self.io = io
         self.check_icrc = check_icrc
+        self.wall = wall_offset
         self.pacer = Pacer(config.line_rate_bps, overhead_bytes=config.overhead_bytes,
                            max_lag_s=config.max_lag_us / 1e6, start=now)
-        self.pause = PauseState(config.line_rate_bps, config.pfc_priorities)
+        self.pause = PauseState(config.line_rate_bps, config.pfc_priorities,
+                                max_intervals=max_pause_intervals)
+        self.series_clock = clock = SeriesClock(now, series_bin_s, max_series_bins)
+        origin = (series_origin_unix or 0.0) - wall_offset  # on the agent's clock
+        clock.t0 = origin + math.floor((now - origin) / series_bin_s) * series_bin_s
         self.counters = NicCounters()
         self.qps: list[QueuePair] = []
         self.qp_by_num: dict[int, QueuePair] = {}
@@ -60,6 +82,7 @@ class Nic:
         self._ctrl: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
         self._ctrl_mask = 0
         self._request_opcodes = frozenset(REQUEST_OPCODES)
+        self.storm: PauseStorm | None = None
 
     def add_qp(self, qp: QueuePair) -> None:
         self.qps.append(qp)
@@ -81,7 +104,12 @@ class Nic:
         sent = 0
         while pacer.free_at <= now:
             eligible = self._ctrl_mask & ~pause.mask
-            if eligible:
+            if self.storm is not None and self.storm.next_time() <= now:
+                frame = self.storm.take(now)
+                self.counters.pfc_tx += 1
+                if frame is self.storm.xoff:
+                    self.counters.pfc_storm_frames += 1
+            elif eligible:
                 priority = eligible.bit_length() - 1
                 queue = self._ctrl[priority]
                 frame = queue.popleft()
@@ -125,6 +153,8 @@ class Nic:
         paused = self.pause.mask
         t = self.pause.next_expiry() if paused else INF
         line = self.pacer.free_at
+        if self.storm is not None:
+            t = min(t, max(line, self.storm.next_time()))
         if self._ctrl_mask & ~paused:
             return min(t, line)
         for qp in self.qps:
@@ -133,6 +163,20 @@ class Nic:
                 if ready < t:
                     t = ready
         return t
+
+    def start_storm(self, priorities: Sequence[int], quanta: int, interval_s: float,
+                    now: float) -> PauseStorm:
+        """Send XOFF frames for ``priorities`` every ``interval_s`` from now on
+        (a storm already running is replaced)."""
+        self.storm = PauseStorm(self.config.mac, priorities, quanta, interval_s, now)
+        return self.storm
+
+    def stop_storm(self, now: float, *, xon: bool = True) -> int:
+        """End the storm (one XON follows with ``xon``); its XOFF frames so far."""
+        if self.storm is None:
+            return 0
+        self.storm.stop(now, xon)
+        return self.storm.frames
 
     def backlog(self) -> int:
         """Control frames waiting."""
@@ -193,4 +237,8 @@ class Nic:
                 "paused_s": p.total_paused_s(now), "pfc_pauses": list(p.pauses),
                 "pfc_resumes": list(p.resumes), "paused_now": [
                     bool(p.mask >> i & 1) for i in range(NUM_PRIORITIES)],
-                "control_backlog": self.backlog(), "io_errors": getattr(self.io, "errors", 0)}
+                "control_backlog": self.backlog(), "io_errors": getattr(self.io, "errors", 0),
+                "pause_intervals": [[[start + self.wall, end + self.wall] for start, end in spans]
+                                    for spans in p.intervals_by_priority(now)],
+                "pause_intervals_dropped": p.intervals_dropped,
+                "pfc_storm": None if self.storm is None else self.storm.to_dict(self.wall)}

@@ -11,6 +11,11 @@ while priority n is paused), when each pause ends, and how long each
 priority has been paused, counting the running part of a pause still on.
 It has no timers of its own: the NIC calls :meth:`expire` before it sends
 and asks :meth:`next_expiry` when to wake up.
+
+Each pause that ends (XON, or its time ran out) is kept as an interval
+``(priority, start, end)`` in ``intervals``, at most ``max_intervals`` of
+them; later ones are only counted in ``intervals_dropped`` (paused time
+still counts them). :meth:`intervals_by_priority` adds the pauses still on.
 """
 
 from __future__ import annotations
@@ -19,14 +24,19 @@ import math
 
 from emulator.traffic.layers.pfc import NUM_PRIORITIES, pause_duration_s
 
+# 20 000 intervals: a pause storm of a few hundred per second for a minute.
+MAX_PAUSE_INTERVALS = 20_000
+
 
 class PauseState:
     """Pause timers and paused-time counters of one NIC."""
 
     __slots__ = ("line_rate_bps", "honoured_mask", "mask", "until", "since", "paused_s",
-                 "pauses", "resumes", "frames")
+                 "pauses", "resumes", "frames", "intervals", "max_intervals",
+                 "intervals_dropped")
 
-    def __init__(self, line_rate_bps: float, honoured: tuple[int, ...] = tuple(range(8))) -> None:
+    def __init__(self, line_rate_bps: float, honoured: tuple[int, ...] = tuple(range(8)),
+                 max_intervals: int = MAX_PAUSE_INTERVALS) -> None:
         self.line_rate_bps = line_rate_bps
         self.honoured_mask = 0
         for priority in honoured:
@@ -40,6 +50,9 @@ class PauseState:
         self.pauses = [0] * NUM_PRIORITIES   # XOFF frames (quanta > 0) acted on
         self.resumes = [0] * NUM_PRIORITIES  # XON frames (quanta 0) acted on
         self.frames = 0
+        self.intervals: list[tuple[int, float, float]] = []  # (priority, start, end)
+        self.max_intervals = max_intervals
+        self.intervals_dropped = 0
 
     def on_frame(self, quanta_by_priority: dict[int, int], now: float) -> None:
         """Act on a received PFC frame's enabled priorities."""
@@ -79,8 +92,25 @@ class PauseState:
         return [self.paused_s[p] + (max(0.0, now - self.since[p]) if self.mask >> p & 1 else 0.0)
                 for p in range(NUM_PRIORITIES)]
 
+    def intervals_by_priority(self, now: float) -> list[list[tuple[float, float]]]:
+        """``(start, end)`` of every recorded pause, per priority, in time
+        order; a pause still on ends at ``now``."""
+        out: list[list[tuple[float, float]]] = [[] for _ in range(NUM_PRIORITIES)]
+        for priority, start, end in self.intervals:
+            out[priority].append((start, end))
+        for priority in range(NUM_PRIORITIES):
+            if self.mask >> priority & 1:
+                out[priority].append((self.since[priority], max(now, self.since[priority])))
+        return out
+
     def _resume(self, priority: int, at: float) -> None:
         bit = 1 << priority
         if self.mask & bit:
             self.mask &= ~bit
-            self.paused_s[priority] += max(0.0, at - self.since[priority])
+            since = self.since[priority]
+            end = max(at, since)
+            self.paused_s[priority] += end - since
+            if len(self.intervals) < self.max_intervals:
+                self.intervals.append((priority, since, end))
+            else:
+                self.intervals_dropped += 1

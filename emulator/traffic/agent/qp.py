@@ -40,6 +40,10 @@ one CNP per interval.
 A received CNP goes to the QP's reaction point; the QP's pacer follows its
 rate Rc. ACKs and NAKs travel on the QP's priority, not ECN-capable.
 
+Every packet also counts in the QP's time series (:class:`~.stats.QpSeries`
+on the NIC's bins): payload sent first time and again, payload accepted,
+CE marks, CNPs sent and received.
+
 The QP builds frames and queues control frames on its NIC; the NIC decides
 when data leaves (:meth:`QueuePair.has_tx`, :attr:`pacer`,
 :meth:`QueuePair.next_frame`).
@@ -54,7 +58,10 @@ from typing import TYPE_CHECKING, Any
 from emulator.traffic.agent.config import QpConfig
 from emulator.traffic.agent.dcqcn import CnpGate, ReactionPoint
 from emulator.traffic.agent.pacing import Pacer
-from emulator.traffic.agent.stats import MessageLog, QpCounters
+from emulator.traffic.agent.stats import (
+    CE_PACKETS, CNPS_RX, CNPS_SENT, RETX_BYTES, RX_BYTES, TX_BYTES, MessageLog, QpCounters,
+    QpSeries,
+)
 from emulator.traffic.agent.timers import Timer, TimerHeap
 from emulator.traffic.layers import opcodes as op
 from emulator.traffic.layers.aeth import (
@@ -137,6 +144,7 @@ class QueuePair:
         self.log = log
         self.wall = wall_offset
         self.counters = QpCounters()
+        self.series = QpSeries(nic.series_clock)
         t = config.transport
         self.mtu = t.path_mtu_bytes
         self.ack_req_every = t.ack_req_every
@@ -175,16 +183,22 @@ class QueuePair:
         self._last_ack_req = -1  # highest seq sent with AckReq: an ACK is owed up to it
         self._rtt_sent_at = 0.0
         self._rto_paused0 = 0.0   # the NIC's paused time on our priority when the timer was set
-        self.scaled = dcqcn.scaled(nic.config.line_rate_bps)
+        # a rate cap makes the QP behave as on a NIC of that rate: DCQCN starts
+        # and recovers up to it
+        cap = config.max_rate_bps
+        top_bps = nic.config.line_rate_bps if cap is None else min(cap, nic.config.line_rate_bps)
+        self.scaled = dcqcn.scaled(top_bps)
+        self.pacer: Pacer | None = None
         if dcqcn.enabled:
             self.rp: ReactionPoint | None = ReactionPoint(self.scaled, now,
                                                           max_samples=max_rate_samples)
-            self.pacer: Pacer | None = Pacer(self.rp.rc_bps, max_lag_s=nic.pacer.max_lag_s,
-                                             overhead_bytes=nic.pacer.overhead_bytes,
-                                             start=now)
+            self.pacer = Pacer(self.rp.rc_bps, max_lag_s=nic.pacer.max_lag_s,
+                               overhead_bytes=nic.pacer.overhead_bytes, start=now)
         else:
             self.rp = None
-            self.pacer = None
+            if cap is not None:
+                self.pacer = Pacer(top_bps, max_lag_s=nic.pacer.max_lag_s,
+                                   overhead_bytes=nic.pacer.overhead_bytes, start=now)
         self._dcqcn_timer: Timer | None = None
         # responder
         self.epsn = config.remote_start_psn
@@ -261,9 +275,11 @@ class QueuePair:
         c.payload_bytes_sent += plen
         if seq < self.max_sent:
             c.retransmit_packets += 1
+            self.series.add(RETX_BYTES, now, plen)
         else:
             c.first_tx_packets += 1
             c.payload_bytes_first_tx += plen
+            self.series.add(TX_BYTES, now, plen)
             self.max_sent = seq + 1
             if k == 0:
                 msg.first_tx_at = now
@@ -278,9 +294,10 @@ class QueuePair:
         if pacer is not None:
             pacer.consume(len(frame), now)
             rp = self.rp
-            rp.on_sent(len(frame), now)
-            if rp.rc_bps != pacer.rate_bps:
-                pacer.set_rate(rp.rc_bps)
+            if rp is not None:
+                rp.on_sent(len(frame), now)
+                if rp.rc_bps != pacer.rate_bps:
+                    pacer.set_rate(rp.rc_bps)
         return frame
 
     # -- requester: acknowledgements -------------------------------------------
@@ -445,6 +462,7 @@ class QueuePair:
 
     def on_cnp(self, now: float) -> None:
         self.counters.cnps_rx += 1
+        self.series.add(CNPS_RX, now, 1)
         rp = self.rp
         if rp is None:
             return
@@ -476,6 +494,7 @@ class QueuePair:
         if gate.fire(when):
             self.counters.cnps_sent += 1
             self.counters.cnps_deferred += 1
+            self.series.add(CNPS_SENT, when, 1)
             self.nic.send_control(self.cnp_flow.cnp(self.remote_qpn), self.cnp_priority)
         elif gate.pending:
             self._cnp_timer = self.timers.schedule(gate.due, self._on_cnp_timer)
@@ -487,9 +506,11 @@ class QueuePair:
         c.data_packets_rx += 1
         if view.ecn == ECN_CE:
             c.ce_packets_rx += 1
+            self.series.add(CE_PACKETS, now, 1)
             gate = self.cnp_gate
             if gate.allow(now):
                 c.cnps_sent += 1
+                self.series.add(CNPS_SENT, now, 1)
                 self.nic.send_control(self.cnp_flow.cnp(self.remote_qpn), self.cnp_priority)
             else:
                 c.cnps_suppressed += 1
@@ -508,6 +529,7 @@ class QueuePair:
                 return
             c.accepted_packets += 1
             c.payload_bytes_rx += view.payload_len
+            self.series.add(RX_BYTES, now, view.payload_len)
             self.epsn = (self.epsn + 1) & MAX_PSN
             self.nak_sent = False
             if rx is None:
@@ -560,7 +582,8 @@ class QueuePair:
             "messages_outstanding": len(self.msgs), "psn_next": (self.psn0 + self.snd) & MAX_PSN,
             "psn_expected": self.epsn, "srtt_s": self.srtt,
             "rttvar_s": self.rttvar, "rto_s": self.rto_s,
-            "counters": self.counters.to_dict(), "dcqcn": None, "rate_samples": []}
+            "counters": self.counters.to_dict(), "series": self.series.to_dict(self.wall),
+            "dcqcn": None, "rate_samples": []}
         if self.rp is not None:
             out["dcqcn"] = self.rp.to_dict(now)
             out["dcqcn"]["scaled"] = self.scaled.to_dict()

@@ -62,7 +62,7 @@ def _pipeline(program, seed=1):
     ecn.insert(ecn.make_entry("FabricEgress.set_ecn", [5, 25, int(0.5 * 65536 / 20)],
                               ecn.canonical_key([2, 3])))
     pfc_in = pipe.table("FabricIngress.pfc_ingress")
-    pfc_in.insert(pfc_in.make_entry("FabricIngress.set_lossless", [XOFF, QUANTA],
+    pfc_in.insert(pfc_in.make_entry("FabricIngress.set_lossless", [XOFF, QUANTA, 1000],
                                     pfc_in.canonical_key([1, 3])))
     pfc_out = pipe.table("FabricEgress.pfc_egress")
     pfc_out.insert(pfc_out.make_entry("FabricEgress.set_resume", [XON, 1000],
@@ -176,6 +176,27 @@ def test_pfc_refresh_before_the_pause_runs_out(program):
     clones = pipe.egress(held[0]).queued
     assert len(clones) == 1
     _enabled, times = _pfc_times(pipe.egress(clones[0]).outputs[0].data)
+    assert times[3] == QUANTA
+
+
+def test_pfc_refresh_on_arrival_while_nothing_leaves(program):
+    # The bytes wait in a queue that is itself paused (a PFC storm further
+    # down): nothing leaves, so egress never refreshes. A packet that still
+    # arrives above XOFF a refresh period (1000 us) after the XOFF means the
+    # upstream's pause ran out: ingress sends the XOFF again, once per period.
+    pipe = _pipeline(program)
+    frame = roce(dst="10.0.0.2", size=900)
+
+    def pauses() -> list:
+        return [q for q in pipe.ingress(1, frame).queued if q.pkt.sm.instance_type == 1]
+
+    assert len([p for _ in range(6) for p in pauses()]) == 1
+    pipe._clock_us.now_us += 500     # still in flight when the XOFF went: no new one
+    assert not pauses()
+    pipe._clock_us.now_us += 600
+    again = pauses()
+    assert len(again) == 1 and not pauses()
+    _enabled, times = _pfc_times(pipe.egress(again[0]).outputs[0].data)
     assert times[3] == QUANTA
 
 

@@ -1,0 +1,248 @@
+"""Collectives to flows and dependent messages: :func:`plan_collective`.
+
+A collective (:class:`~emulator.scenario.spec.CollectiveSpec`) becomes
+
+- **flows**: one per pair of GPUs that exchange data over the fabric (one
+  queue pair each), ids ``{id}/c{channel}/r{rank}`` (ring kinds: rank →
+  next rank), ``{id}/{i}-{j}`` (all-to-all), ``{id}/s{stage}`` (pipeline),
+  ``{id}/p{i}-d{j}`` (kv-handoff);
+- **ops**: the messages on those flows, each with the messages it waits
+  for (``after``: (flow id, n) = "the n-th message of that flow has
+  arrived here"), posted by the NIC agents' work graph
+  (:mod:`emulator.traffic.agent.workgraph`) as the data arrives.
+
+Algorithms (n ranks, size S, c channels, k chunks; a step moves one block):
+
+- ``all-reduce``: ring reduce-scatter then all-gather, 2(n−1) steps; at
+  each step every rank sends a block of S/(n·c) bytes (per channel) to the
+  next rank, cut into k chunks; chunk j of step s waits for chunk j of
+  step s−1 from the previous rank (the data it reduces or forwards).
+- ``reduce-scatter``, ``all-gather``: the n−1 steps of either half.
+- ``all-to-all``: every rank sends S/n bytes to every other rank at once
+  (k chunks), no dependencies.
+- ``pipeline``: stage i sends each of the m microbatches (S bytes) to
+  stage i+1 once it has it from stage i−1, ``compute`` later (stage 0
+  makes microbatch j at start + (j+1)·compute). Forward pass only.
+- ``kv-handoff``: request r (r = 0..R−1) arrives at start + a_r (a_r:
+  Poisson arrivals with mean gap ``interval``, seeded by the scenario seed
+  and the id; all at start with interval 0) and its KV cache of S bytes
+  goes from prefill GPU r mod P to decode GPU r mod D.
+
+Ranks on one server exchange data over the scale-up domain (NVLink),
+taken as instantaneous: such a hop makes no flow, and whoever waits for it
+waits for what it waited for. With ``pxn`` a hop between GPUs on
+different rails leaves from the sender's server through the NIC on the
+receiver's rail (PXN: the data first crosses NVLink to the GPU on the
+right rail), so it stays on one rail.
+
+Metrics (:mod:`.collective_metrics`) use the nccl-tests definitions:
+algbw = S / time, busbw = algbw × (2(n−1)/n for all-reduce, (n−1)/n for
+all-gather, reduce-scatter and all-to-all, 1 for pipeline).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from emulator.scenario.agents import stripes
+from emulator.scenario.spec import CollectiveSpec, FlowSpec
+from emulator.topology import Topology
+
+Dep = tuple[str, int]  # (flow id, messages of it received)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One message of a collective on ``flow``, ``index``-th on that flow."""
+
+    flow: str
+    index: int
+    size_bytes: int
+    step: int
+    after: tuple[Dep, ...] = ()
+    at_ns: int = 0
+    delay_ns: int = 0
+
+    @property
+    def tag(self) -> str:
+        return f"{self.flow}#{self.index}"
+
+
+@dataclass(frozen=True)
+class CollectivePlan:
+    """What one collective sends: flows, their ops in order, and its shape."""
+
+    spec: CollectiveSpec
+    flows: tuple[FlowSpec, ...]
+    ops: tuple[Op, ...]
+    ranks: int
+    steps: int
+    request_at_ns: tuple[int, ...] = ()  # kv-handoff: when each request arrived
+    local_hops: int = 0  # hops inside a server (no flow)
+    flow_of_step: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+BUSBW_FACTOR = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
+                "reduce-scatter": lambda n: (n - 1) / n, "all-to-all": lambda n: (n - 1) / n,
+                "pipeline": lambda n: 1.0}
+
+
+class _Builder:
+    """Flows and ops as they are made, with the scale-up and PXN rules."""
+
+    def __init__(self, spec: CollectiveSpec, topology: Topology) -> None:
+        self.spec = spec
+        self.gpus = {gpu.name: gpu for gpu in topology.gpus}
+        self.rail_gpu = {(gpu.server, gpu.rail): gpu.name for gpu in topology.gpus}
+        self.flows: dict[str, FlowSpec] = {}
+        self.ops: list[Op] = []
+        self.count: dict[str, int] = {}
+        self.local_hops = 0
+
+    def local(self, src: str, dst: str) -> bool:
+        return self.gpus[src].server == self.gpus[dst].server
+
+    def sender(self, src: str, dst: str) -> str:
+        """The GPU whose NIC sends ``src``'s data to ``dst`` (PXN: the one on dst's rail)."""
+        if self.spec.pxn:
+            a, b = self.gpus[src], self.gpus[dst]
+            return self.rail_gpu.get((a.server, b.rail), src)
+        return src
+
+    def send(self, flow_id: str, src: str, dst: str, size_bytes: int, step: int,
+             after: tuple[Dep, ...], at_ns: int = 0, delay_ns: int = 0) -> tuple[Dep, ...]:
+        """Send over the fabric, or hand over locally; returns what a receiver
+        of this data waits for."""
+        if self.local(src, dst):
+            self.local_hops += 1
+            return after
+        if flow_id not in self.flows:
+            spec = self.spec
+            self.flows[flow_id] = FlowSpec(
+                id=flow_id, src=self.sender(src, dst), dst=dst, size_bytes=0,
+                start_ns=spec.start_ns, priority=spec.priority, dscp=spec.dscp, op=spec.op,
+                qps=1, generator=spec.id)
+            self.count[flow_id] = 0
+        index = self.count[flow_id]
+        self.count[flow_id] = index + 1
+        self.ops.append(Op(flow_id, index, size_bytes, step, after, spec_start(self.spec, at_ns),
+                           delay_ns))
+        return ((flow_id, index + 1),)
+
+    def flows_with_sizes(self) -> tuple[FlowSpec, ...]:
+        total: dict[str, int] = {}
+        for op in self.ops:
+            total[op.flow] = total.get(op.flow, 0) + op.size_bytes
+        out = []
+        for flow in self.flows.values():
+            out.append(FlowSpec(**{**flow.to_dict(), "size_bytes": total[flow.id]}))
+        return tuple(out)
+
+
+def spec_start(spec: CollectiveSpec, at_ns: int) -> int:
+    return spec.start_ns + at_ns
+
+
+def plan_collective(spec: CollectiveSpec, topology: Topology, seed: int = 0) -> CollectivePlan:
+    """Flows and ops of ``spec``; ValueError when it moves nothing over the fabric."""
+    b = _Builder(spec, topology)
+    requests: tuple[int, ...] = ()
+    if spec.rings:
+        pieces = len(spec.rings[0]) * spec.channels * spec.chunks
+        if spec.size_bytes < pieces:
+            raise ValueError(f"collective {spec.id!r}: size {spec.size_bytes} B is smaller than "
+                             f"its {pieces} pieces (ranks x channels x chunks)")
+    if spec.kind in BUSBW_FACTOR and spec.kind not in ("all-to-all", "pipeline"):
+        ranks = len(spec.rings[0])
+        steps = _ring(b, spec)
+    elif spec.kind == "all-to-all":
+        ranks = len(spec.rings[0])
+        steps = 1
+        _all_to_all(b, spec)
+    elif spec.kind == "pipeline":
+        ranks = len(spec.rings[0])
+        steps = ranks - 1
+        _pipeline(b, spec)
+    else:
+        ranks = len(set(spec.prefill) | set(spec.decode))
+        requests = _kv_handoff(b, spec, seed)
+        steps = spec.requests
+    if not b.ops:
+        raise ValueError(f"collective {spec.id!r}: every rank is on one server, nothing crosses "
+                         "the fabric (ranks of a server talk over the scale-up domain)")
+    by_step: dict[int, list[str]] = {}
+    for op in b.ops:
+        flows = by_step.setdefault(op.step, [])
+        if op.flow not in flows:
+            flows.append(op.flow)
+    return CollectivePlan(spec=spec, flows=b.flows_with_sizes(), ops=tuple(b.ops), ranks=ranks,
+                          steps=steps, request_at_ns=requests, local_hops=b.local_hops,
+                          flow_of_step={k: tuple(v) for k, v in by_step.items()})
+
+
+def ring_steps(kind: str, ranks: int) -> int:
+    return 2 * (ranks - 1) if kind == "all-reduce" else ranks - 1
+
+
+def _ring(b: _Builder, spec: CollectiveSpec) -> int:
+    n = len(spec.rings[0])
+    steps = ring_steps(spec.kind, n)
+    block = spec.size_bytes // (n * spec.channels)
+    chunk_sizes = stripes(block, spec.chunks)
+    for c, ring in enumerate(spec.rings):
+        # arrived[i][j]: what rank i waits for to have chunk j of the previous step
+        arrived: list[list[tuple[Dep, ...]]] = [[()] * spec.chunks for _ in range(n)]
+        for s in range(steps):
+            nxt: list[list[tuple[Dep, ...]]] = [[()] * spec.chunks for _ in range(n)]
+            for i in range(n):
+                j_rank = (i + 1) % n
+                for j, size in enumerate(chunk_sizes):
+                    nxt[j_rank][j] = b.send(f"{spec.id}/c{c}/r{i}", ring[i], ring[j_rank],
+                                            size or 0, s, arrived[i][j])
+            arrived = nxt
+    return steps
+
+
+def _all_to_all(b: _Builder, spec: CollectiveSpec) -> None:
+    ranks = spec.rings[0]
+    n = len(ranks)
+    block = spec.size_bytes // n
+    for i, src in enumerate(ranks):
+        for j, dst in enumerate(ranks):
+            if i != j:
+                for size in stripes(block, spec.chunks):
+                    b.send(f"{spec.id}/{i}-{j}", src, dst, size or 0, 0, ())
+
+
+def _pipeline(b: _Builder, spec: CollectiveSpec) -> None:
+    stages = spec.rings[0]
+    compute = spec.compute_ns
+    for m in range(spec.microbatches):
+        have: tuple[Dep, ...] = ()
+        for i in range(len(stages) - 1):
+            if i == 0:
+                have = b.send(f"{spec.id}/s0", stages[0], stages[1], spec.size_bytes, 0, (),
+                              at_ns=(m + 1) * compute)
+            else:
+                have = b.send(f"{spec.id}/s{i}", stages[i], stages[i + 1], spec.size_bytes, i,
+                              have, delay_ns=compute)
+
+
+def _kv_handoff(b: _Builder, spec: CollectiveSpec, seed: int) -> tuple[int, ...]:
+    rng = random.Random(f"{seed}:{spec.id}")
+    at = 0.0
+    times = []
+    for r in range(spec.requests):
+        if r and spec.interval_ns:
+            at += rng.expovariate(1.0 / spec.interval_ns)
+        times.append(int(at))
+        src = spec.prefill[r % len(spec.prefill)]
+        dst = spec.decode[r % len(spec.decode)]
+        if b.local(src, dst):
+            raise ValueError(f"collective {spec.id!r}: request {r} goes from {src} to {dst} on "
+                             "the same server; give prefill and decode GPUs on other servers")
+        i, j = spec.prefill.index(src), spec.decode.index(dst)
+        b.send(f"{spec.id}/p{i}-d{j}", src, dst, spec.size_bytes, r, (), at_ns=int(at))
+    return tuple(times)
