@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from emulator.scenario import load_scenario
-    from emulator.scenario.results import summary
+    from emulator.scenario.summary import summary
     from emulator.scenario.runner import default_out_dir, run_scenario
 
     console = Console()

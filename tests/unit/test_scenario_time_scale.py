@@ -14,7 +14,8 @@ import yaml
 from emulator.cli.main import main
 from emulator.scenario import ScenarioError, expand_workload, load_scenario, scenario_from_dict
 from emulator.scenario.agents import build_agent_configs, min_timeout_ms, plan_qps
-from emulator.scenario.results import assemble, check_invariants, summary, write_csvs
+from emulator.scenario.results import assemble, check_invariants, write_csvs
+from emulator.scenario.summary import summary
 from emulator.scenario.scale import (
     COMFORTABLE_RATE_BPS,
     DC_FIELDS,

@@ -1,0 +1,138 @@
+"""The summary ``aifabric run`` prints: rich tables of a run's results.
+
+- **flows**: id, endpoints, bytes, FCT (or "not done"), goodput,
+  retransmits, CNPs received (with the data-centre FCT and goodput when the scenario has a
+  ``time_scale``). At most :data:`MAX_FLOW_ROWS` rows: with more flows the
+  incomplete ones come first, then the slowest, and the caption says how
+  many are in ``flows.csv``;
+- **totals**: drops, marks, CNPs, PFC, pauses and how far they spread,
+  retransmits, spine bytes, ECMP imbalance, busiest link;
+- **collectives** when there are any: time, algbw, busbw, kv-handoff
+  latencies (and data-centre time and busbw when time-scaled);
+- **checks**: each expectation, what was found, pass or FAIL.
+
+Built to stay readable in an 80-column terminal: endpoints and ids do not
+wrap, sizes are short (``1.5MB``), times in ms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from emulator.scenario.units import format_size
+
+MAX_FLOW_ROWS = 12
+TOTAL_KEYS = ("drops", "ecn_marked", "cnp_sent", "pfc_tx", "pfc_rx", "paused_s",
+              "paused_ports", "paused_hosts", "retransmits", "spine_bytes", "ecmp_imbalance",
+              "max_link_util")
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value * 1e3:.1f}"
+
+
+def _mbps(value: float | None) -> str:
+    return "" if value is None else f"{value / 1e6:.2f}"
+
+
+def summary(results: Mapping[str, Any]) -> Any:
+    """A rich renderable: flows, totals, collectives and checks."""
+    from rich.console import Group
+
+    parts: list[Any] = [flows_table(results), totals_table(results)]
+    if results.get("collectives"):
+        parts.append(collectives_table(results["collectives"], results.get("time_scale", 1)))
+    if results.get("checks"):
+        parts.append(checks_table(results["checks"]))
+    return Group(*parts)
+
+
+def shown_flows(flows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """All flows in order, or, past :data:`MAX_FLOW_ROWS`, the incomplete and
+    then the slowest ones."""
+    if len(flows) <= MAX_FLOW_ROWS:
+        return list(flows)
+    ranked = sorted(flows, key=lambda f: (f["completed"], -(f["fct_s"] or 0.0)))
+    return ranked[:MAX_FLOW_ROWS]
+
+
+def flows_table(results: Mapping[str, Any]) -> Any:
+    from rich.table import Table
+
+    k = results.get("time_scale", 1)
+    dc = k != 1
+    flows = results["flows"]
+    shown = shown_flows(flows)
+    title = (f"{results['scenario']} ({results['target']}, {results['duration_s']:.2f} s"
+             + (f" = {results['duration_dc_s'] * 1e6:.4g} µs in the data centre, "
+                f"time scale {k:g}" if dc else "")
+             + f"{', PARTIAL' if results['partial'] else ''})")
+    caption = (f"{len(shown)} of {len(flows)} flows: the incomplete, then the slowest; "
+               "all in flows.csv" if len(shown) < len(flows) else None)
+    table = Table(title=title, caption=caption)
+    columns = ["flow", "src→dst", "bytes", "FCT ms", "Mb/s"]
+    columns += ["DC FCT µs", "DC Gb/s"] if dc else []
+    for col in columns + ["retx", "CNPs"]:
+        table.add_column(col, justify="left" if col in ("flow", "src→dst") else "right",
+                         no_wrap=True)
+    for f in shown:
+        cells = [f["id"], f"{f['src']}→{f['dst']}", format_size(f["bytes"]),
+                 _ms(f["fct_s"]) if f["completed"] else "[red]not done[/]",
+                 _mbps(f["goodput_bps"])]
+        if dc:
+            cells += ["" if f.get("fct_dc_s") is None else f"{f['fct_dc_s'] * 1e6:.1f}",
+                      f"{(f.get('goodput_dc_bps') or 0) / 1e9:.1f}"]
+        table.add_row(*cells, str(f["retransmits"]), str(f["cnp_received"]))
+    return table
+
+
+def totals_table(results: Mapping[str, Any]) -> Any:
+    from rich.table import Table
+
+    t = results["totals"]
+    table = Table(title="totals", show_header=False)
+    keys = TOTAL_KEYS + (("max_fct_dc_s", "paused_dc_s") if results.get("time_scale", 1) != 1
+                         else ())
+    for key in keys:
+        if key in t:
+            value = t[key]
+            table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    return table
+
+
+def collectives_table(collectives: Sequence[Mapping[str, Any]], time_scale: float = 1) -> Any:
+    """Time, algbw, busbw and kv-handoff latencies of each collective."""
+    from rich.table import Table
+
+    dc = time_scale != 1
+    table = Table(title="collectives (times in ms, bandwidths in Mb/s"
+                        + (", DC: data-centre µs and Gb/s" if dc else "") + ")")
+    columns = ["id", "kind", "ranks", "size", "time", "algbw", "busbw", "p50", "max"]
+    columns += ["DC time", "DC busbw"] if dc else []
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("id", "kind") else "right",
+                         no_wrap=col in ("id", "kind"))
+    for c in collectives:
+        cells = [c["id"], c["kind"] + (" PXN" if c.get("pxn") else ""), str(c["ranks"]),
+                 format_size(c["size_bytes"]),
+                 _ms(c["time_s"]) if c["completed"] else "[red]not done[/]",
+                 _mbps(c["algbw_bps"]), _mbps(c["busbw_bps"]),
+                 _ms(c.get("latency_p50_s")), _ms(c.get("latency_max_s"))]
+        if dc:
+            time_dc, busbw_dc = c.get("time_dc_s"), c.get("busbw_dc_bps")
+            cells += ["" if time_dc is None else f"{time_dc * 1e6:.1f}",
+                      "" if busbw_dc is None else f"{busbw_dc / 1e9:.1f}"]
+        table.add_row(*cells)
+    return table
+
+
+def checks_table(checks: Sequence[Mapping[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="checks")
+    for col in ("check", "found", "result"):
+        table.add_column(col)
+    for c in checks:
+        table.add_row(f"{c['metric']} {c['op']} {c['value']!r}", repr(c["found"]),
+                      "[green]pass[/]" if c["passed"] else "[red]FAIL[/]")
+    return table
