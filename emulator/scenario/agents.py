@@ -226,19 +226,26 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
             configs[qp.src_server]["workload"]["messages"].append({
                 "qp": qp.qpn, "size_bytes": qp.size_bytes, "op": ops[qp.flow],
                 "at_s": qp.start_ns / 1e9})
-    qpn_of = {qp.flow: qp for qp in plans if qp.stripe == 0}
+    stripes_of: dict[str, list[QpPlan]] = {}
+    for qp in plans:
+        stripes_of.setdefault(qp.flow, []).append(qp)
     for op in graph:
-        qp = qpn_of[op.flow]
+        # an op is one message per stripe of its flow; it waits for every
+        # stripe of what it depends on (each stripe QP carries one message per op)
+        mine = stripes_of[op.flow]
+        here = mine[0].src_server
         after = []
         for flow, count in op.after:
-            dep = qpn_of[flow]
-            if dep.dst_server != qp.src_server:
+            deps = stripes_of[flow]
+            if deps[0].dst_server != here:
                 raise ScenarioError(f"{scenario.source}: {op.tag} waits for {flow}, which "
-                                    f"arrives at {dep.dst_server}, not at {qp.src_server}")
-            after.append([dep.qpn, count])
-        configs[qp.src_server]["workload"]["messages"].append({
-            "qp": qp.qpn, "size_bytes": op.size_bytes, "op": ops[qp.flow], "tag": op.tag,
-            "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
+                                    f"arrives at {deps[0].dst_server}, not at {here}")
+            after.extend([dep.qpn, count] for dep in deps)
+        for qp, size in zip(mine, stripes(op.size_bytes, len(mine))):
+            configs[here]["workload"]["messages"].append({
+                "qp": qp.qpn, "size_bytes": size, "op": ops[qp.flow],
+                "tag": op.tag if qp.stripe == 0 else f"{op.tag}.{qp.stripe}",
+                "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
     return configs
 
 

@@ -30,19 +30,24 @@ from emulator.scenario.collectives import BUSBW_FACTOR, CollectivePlan
 
 def arrivals(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None],
              flow_ids: set[str]) -> dict[str, list[float]]:
-    """Flow id -> arrival times (Unix) of its messages, in order, at its receiver."""
-    qpn_flow = {qp.qpn: qp for qp in qps if qp.flow in flow_ids}
-    out: dict[str, list[float]] = {flow: [] for flow in flow_ids}
+    """Flow id -> arrival times (Unix) of its ops, in order, at its receiver:
+    an op striped over several QPs has arrived when its last stripe has."""
+    plans = {qp.qpn: qp for qp in qps if qp.flow in flow_ids}
+    per_qp: dict[int, list[float]] = {qpn: [] for qpn in plans}
     by_server: dict[str, set[int]] = {}
-    for qp in qpn_flow.values():
+    for qp in plans.values():
         by_server.setdefault(qp.dst_server, set()).add(qp.qpn)
     for server, qpns in by_server.items():
         snapshot = stats.get(server) or {}
         for record in (snapshot.get("messages") or {}).get("received", []):
             qpn = record.get("qpn")
             if qpn in qpns and record.get("last_at") is not None:
-                out[qpn_flow[qpn].flow].append(record["last_at"])
-    return out
+                per_qp[qpn].append(record["last_at"])
+    stripes: dict[str, list[list[float]]] = {flow: [] for flow in flow_ids}
+    for qpn, qp in sorted(plans.items()):
+        stripes[qp.flow].append(per_qp[qpn])
+    return {flow: [max(times) for times in zip(*lists)] if lists else []
+            for flow, lists in stripes.items()}
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:

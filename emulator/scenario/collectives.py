@@ -2,8 +2,10 @@
 
 A collective (:class:`~emulator.scenario.spec.CollectiveSpec`) becomes
 
-- **flows**: one per pair of GPUs that exchange data over the fabric (one
-  queue pair each), ids ``{id}/c{channel}/r{rank}`` (ring kinds: rank →
+- **flows**: one per pair of GPUs that exchange data over the fabric
+  (``qps`` queue pairs each, default 1: each op is striped over them, as
+  NCCL does with several QPs per connection, and has arrived when its last
+  stripe has), ids ``{id}/c{channel}/r{rank}`` (ring kinds: rank →
   next rank), ``{id}/{i}-{j}`` (all-to-all), ``{id}/s{stage}`` (pipeline),
   ``{id}/p{i}-d{j}`` (kv-handoff);
 - **ops**: the messages on those flows, each with the messages it waits
@@ -123,7 +125,7 @@ class _Builder:
             self.flows[flow_id] = FlowSpec(
                 id=flow_id, src=self.sender(src, dst), dst=dst, size_bytes=0,
                 start_ns=spec.start_ns, priority=spec.priority, dscp=spec.dscp, op=spec.op,
-                qps=1, generator=spec.id)
+                qps=spec.qps, generator=spec.id)
             self.count[flow_id] = 0
         index = self.count[flow_id]
         self.count[flow_id] = index + 1

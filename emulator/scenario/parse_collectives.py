@@ -55,6 +55,7 @@ def _collective(ctx: Context, item: Raw, path: KeyPath,
         "op": item.get("op", "write"),
         "pxn": item.get("pxn", False),
         "chunks": item.get("chunks", 1),
+        "qps": item.get("qps", 1),
     }
     if kind in RING_KINDS or kind == "pipeline":
         rings, placement = _ring_ranks(ctx, item, path,

@@ -192,6 +192,7 @@ _COLLECTIVE_COMMON: dict[str, Any] = {
     "priority": _PRIORITY,
     "op": {"enum": ["write", "send"], "description": "one of write, send"},
     "pxn": _BOOL,
+    "qps": _int(1, MAX_QPS),
 }
 _RANKS: dict[str, Any] = {
     "gpus": _GPU_LIST,

@@ -285,6 +285,7 @@ class CollectiveSpec:
     rings: tuple[tuple[str, ...], ...] = ()
     start_ns: int = 0
     chunks: int = 1
+    qps: int = 1
     pxn: bool = False
     placement: str = "as-listed"
     priority: int = 3

@@ -32,7 +32,7 @@ def scenario():
             {"kind": "pipeline", "id": "pp", "gpus": STAGES, "size": "64KB",
              "microbatches": 3, "compute": f"{COMPUTE_S * 1e3:g}ms"},
             {"kind": "all-gather", "id": "ag", "servers": ["srv0", "srv1"], "channels": 2,
-             "size": "400KB", "chunks": 2, "start": "1s"},
+             "size": "400KB", "chunks": 2, "qps": 2, "start": "1s"},
         ]},
         "expect_checks": [{"metric": "collectives.pp.completed", "op": "==", "value": True},
                           {"metric": "collectives.ag.completed", "op": "==", "value": True}],
@@ -50,9 +50,11 @@ def test_collectives_wait_for_their_data(tmp_path):
     ends = [s["end_s"] for s in pp["steps"]]
     assert ends == sorted(ends) and len(ends) == 3
     assert pp["time_s"] > 3 * COMPUTE_S
-    # all-gather over 2 servers, 2 channels (rails): 1 step, 2 rings x 2 ranks x 2 chunks
+    # all-gather over 2 servers, 2 channels (rails): 1 step, 2 rings x 2 ranks x 2 chunks,
+    # each op striped over 2 QPs
     assert ag["ops"] == 8 and ag["steps"][0]["step"] == 0 and ag["busbw_bps"] > 0
     assert ag["busbw_bps"] == pytest.approx(ag["algbw_bps"] / 2)
+    assert all(len(f["qps"]) == 2 for f in results["flows"] if f["id"].startswith("ag/"))
     assert results["totals"]["spine_bytes"] > 0  # pp's hop srv1/gpu0 -> srv0/gpu1 crosses rails
 
     # every forwarded microbatch became ready when the previous stage's copy

@@ -174,3 +174,32 @@ def test_metrics_follow_the_nccl_tests_definitions():
     arrived["ar/c0/r2"].pop()
     r = collective_result(plan, arrived, 1000.0)
     assert not r["completed"] and r["time_s"] is None and r["ops_done"] == 23
+
+
+def test_an_op_striped_over_qps_waits_for_every_stripe():
+    s = scenario(ar(servers=["srv[0-2]"], size=3000, qps=2))
+    flows = expand_workload(s)
+    graph = [op for plan in collective_plans(s) for op in plan.ops]
+    qps = plan_qps(s, flows)
+    configs = build_agent_configs(s, flows, 100.0, qps, graph)
+    qpns = {}
+    for q in qps:
+        qpns.setdefault(q.flow, []).append(q.qpn)
+    msgs = configs["srv1"]["workload"]["messages"]
+    assert [m["tag"] for m in msgs[:2]] == ["ar/c0/r1#0", "ar/c0/r1#0.1"]
+    assert [m["qp"] for m in msgs[:2]] == qpns["ar/c0/r1"]
+    assert msgs[0]["size_bytes"] + msgs[1]["size_bytes"] == 1000
+    assert msgs[2]["after_rx"] == [[q, 1] for q in qpns["ar/c0/r0"]]
+
+
+def test_a_striped_op_arrives_with_its_last_stripe():
+    from emulator.scenario.collective_metrics import arrivals
+
+    s = scenario(ar(servers=["srv[0-2]"], size=3000, qps=2))
+    qps = plan_qps(s, expand_workload(s))
+    r0 = [q for q in qps if q.flow == "ar/c0/r0"]
+    stats = {"srv1": {"messages": {"received": [
+        {"qpn": r0[0].qpn, "last_at": 1.0}, {"qpn": r0[1].qpn, "last_at": 1.5},
+        {"qpn": r0[0].qpn, "last_at": 2.0}]}}}
+    # the second op has only one stripe in: not arrived yet
+    assert arrivals(qps, stats, {"ar/c0/r0"}) == {"ar/c0/r0": [1.5]}
