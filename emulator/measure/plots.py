@@ -232,10 +232,14 @@ def plot_run(out_dir: str | Path, *, title: str = "",
     """Draw ``queue_depth.png``, ``flow_rates.png``, ``pauses.png`` and
     ``ecn_cnp.png`` into ``out_dir`` from its CSVs and ``results.json``, then
     ``utilisation.png`` from its ``results.json``
-    (:mod:`emulator.measure.utilisation_plot`)."""
+    (:mod:`emulator.measure.utilisation_plot`). A time-scaled run's titles
+    say what one emulated second is in the data centre."""
     from emulator.measure.utilisation_plot import plot_utilisation
 
     d = Path(out_dir)
+    scale = _time_scale(d)
+    if scale != 1:  # times on the axes are emulated; say what they are in the data centre
+        title = f"{title} (time scale {scale:g}: 1 s here = {1e6 / scale:.4g} µs in the DC)"
     series = read_csv(d / "series.csv") if (d / "series.csv").exists() else None
     no_series = "no series.csv in the run directory (the run stopped before it was written)"
     no_pauses = "no pauses.csv in the run directory (the run stopped before it was written)"
@@ -251,6 +255,14 @@ def plot_run(out_dir: str | Path, *, title: str = "",
         plot_ecn_cnp(series or [], d / "ecn_cnp.png", title=title, duration_s=duration_s,
                      missing=None if series is not None else no_series),
     ] + [p for p in [plot_utilisation(d, title=title)] if p is not None]
+
+
+def _time_scale(out_dir: Path) -> float:
+    """The run's ``time_scale`` (1 when results.json is missing or has none)."""
+    try:
+        return float(json.loads((out_dir / "results.json").read_text()).get("time_scale") or 1)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 1.0
 
 
 def _flows(out_dir: Path) -> list[dict[str, Any]]:
