@@ -89,3 +89,15 @@ def test_top_queues_and_pause_intervals():
     assert top_queues(series, 1) == [("s", 2, 0)]
     assert pause_intervals(series[("s", 2, 0)]) == [
         (pytest.approx(0.0), pytest.approx(0.02)), (pytest.approx(0.04), pytest.approx(0.05))]
+
+
+def test_time_scale_is_read_from_the_results(tmp_path):
+    import json
+
+    from emulator.measure.plots import _time_scale
+
+    assert _time_scale(tmp_path) == 1.0
+    (tmp_path / "results.json").write_text(json.dumps({"time_scale": 4000}))
+    assert _time_scale(tmp_path) == 4000.0
+    (tmp_path / "results.json").write_text("{not json")
+    assert _time_scale(tmp_path) == 1.0
