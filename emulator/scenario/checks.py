@@ -158,46 +158,36 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
         _check_flow(flow, scenario, where, path, server_of)
         by_id[flow.id] = flow
         origin[flow.id] = f"workload.flows[{index}]"
-    generator_ids: dict[str, int] = {}
-    for index, generator in enumerate(scenario.generators):
-        path = ["workload", "generators", index]
-        if generator.id in generator_ids:
-            raise where.error([*path, "id"], (
-                f"{generator.id!r} is also the id of workload.generators"
-                f"[{generator_ids[generator.id]}]; generator ids must be unique"))
-        generator_ids[generator.id] = index
-        try:
-            made = expand_generator(generator, scenario.seed, server_of)
-        except ValueError as exc:
-            raise where.error(path, str(exc)) from None
-        for flow in made:
-            if flow.id in by_id:
-                raise where.error([*path, "id"] if "id" in _given(where, path) else path, (
-                    f"makes flow {flow.id!r}, which is also the id of {origin[flow.id]}; "
-                    f"give this generator another id"))
-            _check_flow(flow, scenario, where, _pair_path(generator.kind, path), server_of, path)
-            by_id[flow.id] = flow
-            origin[flow.id] = f"workload.generators[{index}]"
-    collective_ids: dict[str, int] = {}
-    for index, spec in enumerate(scenario.collectives):
-        path = ["workload", "collectives", index]
-        if spec.id in collective_ids:
-            raise where.error([*path, "id"], (
-                f"{spec.id!r} is also the id of workload.collectives"
-                f"[{collective_ids[spec.id]}]; collective ids must be unique"))
-        collective_ids[spec.id] = index
-        try:
-            plan = plan_collective(spec, scenario.topology, scenario.seed)
-        except ValueError as exc:
-            raise where.error(path, str(exc)) from None
-        for flow in plan.flows:
-            if flow.id in by_id:
+    # generators and collectives make flows: their ids are unique in their
+    # section and the flows they make join the others
+    makers = (("generators", scenario.generators,
+               lambda g: expand_generator(g, scenario.seed, server_of),
+               lambda g, path: _pair_path(g.kind, path)),
+              ("collectives", scenario.collectives,
+               lambda c: plan_collective(c, scenario.topology, scenario.seed).flows,
+               lambda c, path: path))
+    for section, items, make, flow_path in makers:
+        kind = section[:-1]
+        ids: dict[str, int] = {}
+        for index, item in enumerate(items):
+            path = ["workload", section, index]
+            if item.id in ids:
                 raise where.error([*path, "id"], (
-                    f"makes flow {flow.id!r}, which is also the id of {origin[flow.id]}; "
-                    f"give this collective another id"))
-            _check_flow(flow, scenario, where, path, server_of, path)
-            by_id[flow.id] = flow
-            origin[flow.id] = f"workload.collectives[{index}]"
+                    f"{item.id!r} is also the id of workload.{section}[{ids[item.id]}]; "
+                    f"{kind} ids must be unique"))
+            ids[item.id] = index
+            try:
+                made = make(item)
+            except ValueError as exc:
+                raise where.error(path, str(exc)) from None
+            for flow in made:
+                if flow.id in by_id:
+                    raise where.error([*path, "id"] if "id" in _given(where, path) else path, (
+                        f"makes flow {flow.id!r}, which is also the id of {origin[flow.id]}; "
+                        f"give this {kind} another id"))
+                _check_flow(flow, scenario, where, flow_path(item, path), server_of, path)
+                by_id[flow.id] = flow
+                origin[flow.id] = f"workload.{section}[{index}]"
     if not by_id:
         raise where.error(["workload"], "makes no flows; give flows, generators or collectives")
     return by_id

@@ -45,8 +45,7 @@ all-gather, reduce-scatter and all-to-all, 1 for pipeline).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass
 
 from emulator.scenario.agents import stripes
 from emulator.scenario.spec import CollectiveSpec, FlowSpec
@@ -83,7 +82,6 @@ class CollectivePlan:
     steps: int
     request_at_ns: tuple[int, ...] = ()  # kv-handoff: when each request arrived
     local_hops: int = 0  # hops inside a server (no flow)
-    flow_of_step: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 BUSBW_FACTOR = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
@@ -129,7 +127,7 @@ class _Builder:
             self.count[flow_id] = 0
         index = self.count[flow_id]
         self.count[flow_id] = index + 1
-        self.ops.append(Op(flow_id, index, size_bytes, step, after, spec_start(self.spec, at_ns),
+        self.ops.append(Op(flow_id, index, size_bytes, step, after, self.spec.start_ns + at_ns,
                            delay_ns))
         return ((flow_id, index + 1),)
 
@@ -141,10 +139,6 @@ class _Builder:
         for flow in self.flows.values():
             out.append(FlowSpec(**{**flow.to_dict(), "size_bytes": total[flow.id]}))
         return tuple(out)
-
-
-def spec_start(spec: CollectiveSpec, at_ns: int) -> int:
-    return spec.start_ns + at_ns
 
 
 def plan_collective(spec: CollectiveSpec, topology: Topology, seed: int = 0) -> CollectivePlan:
@@ -174,14 +168,8 @@ def plan_collective(spec: CollectiveSpec, topology: Topology, seed: int = 0) -> 
     if not b.ops:
         raise ValueError(f"collective {spec.id!r}: every rank is on one server, nothing crosses "
                          "the fabric (ranks of a server talk over the scale-up domain)")
-    by_step: dict[int, list[str]] = {}
-    for op in b.ops:
-        flows = by_step.setdefault(op.step, [])
-        if op.flow not in flows:
-            flows.append(op.flow)
     return CollectivePlan(spec=spec, flows=b.flows_with_sizes(), ops=tuple(b.ops), ranks=ranks,
-                          steps=steps, request_at_ns=requests, local_hops=b.local_hops,
-                          flow_of_step={k: tuple(v) for k, v in by_step.items()})
+                          steps=steps, request_at_ns=requests, local_hops=b.local_hops)
 
 
 def ring_steps(kind: str, ranks: int) -> int:

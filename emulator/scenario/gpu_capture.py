@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,6 @@ class GpuCapture:
 
     def wait_listening(self, timeout_s: float = 5.0) -> None:
         """Wait until tcpdump says it listens (its first stderr line)."""
-        import time
-
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

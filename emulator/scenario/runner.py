@@ -20,7 +20,8 @@
    detection or re-routing, so ECMP keeps hashing onto a down link, as a
    fabric does before its routing converges), feeds fed flows
    (:class:`~emulator.scenario.agents.Feeder`) and, every
-   :data:`STATS_EVERY_S`, polls the agents' stats for the progress bar.
+   :data:`STATS_EVERY_S`, polls the agents' status (bytes acknowledged)
+   for the progress bar.
    PFC storm events (``pfc_storm_start``/``pfc_storm_stop``) are handed to
    the storming GPU's agent before the start, with their Unix time: its own
    timer starts and stops the pauses on time (an agent runs for that
@@ -179,8 +180,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                     qclients[name] = stack.enter_context(QueueControlClient(addr))
                 _apply_buffer_overrides(scenario, qclients)
             def read_counters(name: str) -> dict[int, dict[int, dict[str, int]]]:
-                return port_counters(ctl, name, [p.number for p in
-                                                 scenario.topology.switch(name).ports])
+                return ctl.read_counters(name, [p.number for p in
+                                                scenario.topology.switch(name).ports])
             baseline = _read_all(read_counters, addresses)
             for client in qclients.values():
                 client.reset_stats()
@@ -306,35 +307,6 @@ def _collect_captures(plan: dict[str, tuple[Path, list[Path]]], max_packets: int
     return done
 
 
-def port_counters(ctl: Any, switch: str, ports: list[int]) -> dict[int, dict[int, dict[str, int]]]:
-    """``FabricController.read_counters`` (same layout), but reading only the
-    cells of ``ports`` in one request: a whole counter is thousands of cells,
-    slow to encode in pure-Python protobuf."""
-    from emulator.control.controller import COUNTERS, PRIORITIES
-
-    entities = []
-    for name in COUNTERS.values():
-        for port in ports:
-            for prio in range(PRIORITIES):
-                entity = ctl.encoder.counter_read(name)
-                entity.counter_entry.index.index = port * PRIORITIES + prio
-                entities.append(entity)
-    keys = {ctl.encoder.counter_read(name).counter_entry.counter_id: key
-            for key, name in COUNTERS.items()}
-    out: dict[int, dict[int, dict[str, int]]] = {}
-    for entity in ctl.clients[switch].read(entities):
-        ce = entity.counter_entry
-        if not (ce.data.packet_count or ce.data.byte_count):
-            continue
-        key = keys[ce.counter_id]
-        port, prio = divmod(ce.index.index, PRIORITIES)
-        slot = out.setdefault(port, {}).setdefault(prio, {})
-        slot[f"{key}_packets"] = ce.data.packet_count
-        if ce.data.byte_count:
-            slot[f"{key}_bytes"] = ce.data.byte_count
-    return out
-
-
 def _read_all(read: Callable[[str], Any], switches: Any,
               errors: list[str] | None = None) -> dict[str, Any]:
     """``read(switch)`` for every switch, in parallel (each switch is its own
@@ -401,9 +373,9 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                 if now >= next_stats:
                     next_stats = now + STATS_EVERY_S
                     done = 0
-                    for c in clients.values():
-                        snap = c.stats()
-                        done += sum(q["counters"]["bytes_acked"] for q in snap["qps"])
+                    for server, c in clients.items():
+                        answer = status.get(server) or c.status()
+                        done += sum(q["bytes_acked"] for q in answer["qps"].values())
                     clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)

@@ -89,6 +89,7 @@ def test_post_status_completions_stats_stop(running, tmp_path):
                  and client.status()["qps"]["2"]["completed"] == 1)
         status = client.status()
         assert status["qps"]["2"]["received"] == 1 and status["qps"]["1"]["outstanding"] == 0
+        assert status["qps"]["1"]["bytes_acked"] == 200_000
         records, nxt = client.completions()
         assert nxt == 2 and {(x["qpn"], x["size"], x["status"]) for x in records} == \
             {(1, 200_000, "ok"), (2, 5000, "ok")}

@@ -150,6 +150,7 @@ class Agent:
                                  "completed": qp.counters.messages_completed,
                                  "failed": qp.counters.messages_failed,
                                  "received": qp.counters.messages_rx,
+                                 "bytes_acked": qp.counters.bytes_acked,
                                  "rate_bps": None if qp.rp is None else qp.rp.rc_bps}
                         for n, qp in self.qps.items()}}
 

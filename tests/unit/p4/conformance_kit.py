@@ -110,3 +110,14 @@ def h(*parts: str) -> str:
 
 
 ETH_HDR = "000000000001" "000000000002"  # dst, src of the test frames
+
+
+def crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC (BMv2's crc16: polynomial 0x8005 reflected, init 0), bit by
+    bit from its definition, to check the executor's hash externs against."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc

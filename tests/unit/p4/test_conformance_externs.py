@@ -13,7 +13,7 @@ import pytest
 
 from emulator.p4.errors import ExecutionError
 from emulator.p4.exec.externs import MeterCell
-from tests.unit.p4.conformance_kit import ETH_HDR, StepClock, Switch, v1switch
+from tests.unit.p4.conformance_kit import ETH_HDR, StepClock, Switch, crc16_arc, v1switch
 
 HEADERS = """
 header d_t { bit<32> a; bit<16> b; bit<8> c; bit<8> x; }
@@ -45,15 +45,6 @@ def results(sw: Switch, data: bytes) -> list[int]:
     out = bytes.fromhex(sw.one(0, data))
     r = out[-16:]
     return [int.from_bytes(r[i:i + 4], "big") for i in range(0, 16, 4)]
-
-
-def crc16_arc(data: bytes) -> int:
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 
 def csum16(data: bytes) -> int:

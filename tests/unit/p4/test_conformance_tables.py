@@ -9,7 +9,7 @@ import pytest
 
 from emulator.p4.errors import RuntimeConfigError
 from emulator.p4.runtime_json import apply_runtime_config
-from tests.unit.p4.conformance_kit import ETH_HDR, Switch, compile_errors, h, v1switch
+from tests.unit.p4.conformance_kit import ETH_HDR, Switch, compile_errors, crc16_arc, v1switch
 
 HEADERS = """
 header k_t { bit<32> ip; bit<16> port; bit<8> proto; bit<8> res; }
@@ -169,16 +169,6 @@ def test_direct_counter_counts_hits_with_ingress_length():
     assert (entry.packets, entry.bytes) == (2, 22 + 32)
 
 
-def _crc16_arc(data: bytes) -> int:
-    """CRC-16/ARC bit by bit (BMv2's crc16: poly 0x8005 reflected, init 0)."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
-
-
 def test_action_selector_member_is_crc16_modulo_in_member_creation_order():
     sw = build(ACTIONS + """
     action_selector(HashAlgorithm.crc16, 32w64, 32w16) sel;
@@ -196,7 +186,7 @@ def test_action_selector_member_is_crc16_modulo_in_member_creation_order():
     t.insert(t.make_indirect_entry(t.canonical_key([6]), group=1))
     in_order = [0xA0, 0xB0, 0xC0]         # creation order: 30, 10, 20
     for ip, port in ((0x0A000001, 80), (0x0A000002, 443), (0xC0A80001, 53), (1, 1)):
-        expect = in_order[_crc16_arc(ip.to_bytes(4, "big") + port.to_bytes(2, "big")) % 3]
+        expect = in_order[crc16_arc(ip.to_bytes(4, "big") + port.to_bytes(2, "big")) % 3]
         assert out_of(sw, pkt(ip, port, 6)) == (1, expect)
 
 

@@ -16,7 +16,7 @@ from emulator.cli.main import main
 from emulator.p4.exec.pipeline import QueueInfo, V1ModelPipeline
 from emulator.p4.frontend import compile_file
 from emulator.p4.runtime_json import apply_runtime_config
-from tests.unit.p4.conformance_kit import StepClock
+from tests.unit.p4.conformance_kit import StepClock, crc16_arc
 
 PROGRAMS = Path(__file__).parent / "programs"
 CONFORMANCE = Path(__file__).parent / "conformance"
@@ -245,16 +245,9 @@ def test_load_balance_hash_picks_the_next_hop():
     for sport in (1000, 1001, 1002, 1003, 1004):
         pkt = Ether(src=MAC1, dst=SW) / IP(src="10.0.1.1", dst="10.0.0.1") / TCP(sport=sport, dport=80)
         key = bytes([10, 0, 1, 1, 10, 0, 0, 1, 6]) + sport.to_bytes(2, "big") + (80).to_bytes(2, "big")
-        choice = _crc16(key) % 2
+        choice = crc16_arc(key) % 2
         (out,) = pipe.process(1, bytes(pkt)).outputs
         assert out.port == (2, 3)[choice]
         assert IP(out.data[14:]).dst == ("10.0.2.2", "10.0.3.3")[choice]
 
 
-def _crc16(data: bytes) -> int:
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
