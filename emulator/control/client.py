@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -53,14 +53,17 @@ class SwitchClient:
     """Connects to one switch as primary controller (highest election id)."""
 
     def __init__(self, name: str, address: str, device_id: int = 0,
-                 election_id: tuple[int, int] = (0, 1), timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 election_id: tuple[int, int] = (0, 1), timeout_s: float = DEFAULT_TIMEOUT_S,
+                 *, stub: Any | None = None) -> None:
         self.name = name
         self.address = address
         self.device_id = device_id
         self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
         self.timeout_s = timeout_s
-        self._channel = grpc.insecure_channel(address)
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        # ``stub``: anything with the P4Runtime stub's methods, e.g. a server
+        # in this process (the virtual-time target); no channel then.
+        self._channel = None if stub is not None else grpc.insecure_channel(address)
+        self.stub = stub if stub is not None else p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         self._outgoing: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self.packet_ins: queue.Queue[p4runtime_pb2.PacketIn] = queue.Queue()
         self.digests: queue.Queue[p4runtime_pb2.DigestList] = queue.Queue()
@@ -72,11 +75,12 @@ class SwitchClient:
     # ---- connection ---------------------------------------------------------------
     def connect(self) -> None:
         """Open the stream and become primary; raises if another controller is."""
-        try:
-            grpc.channel_ready_future(self._channel).result(timeout=self.timeout_s)
-        except grpc.FutureTimeoutError:
-            raise P4RuntimeError(self.name, "connect", "UNAVAILABLE",
-                                 f"no P4Runtime server at {self.address}") from None
+        if self._channel is not None:
+            try:
+                grpc.channel_ready_future(self._channel).result(timeout=self.timeout_s)
+            except grpc.FutureTimeoutError:
+                raise P4RuntimeError(self.name, "connect", "UNAVAILABLE",
+                                     f"no P4Runtime server at {self.address}") from None
         self._stream = self.stub.StreamChannel(iter(self._outgoing.get, None))
         self._reader = threading.Thread(target=self._read_stream, name=f"p4rt-{self.name}",
                                         daemon=True)
@@ -117,7 +121,8 @@ class SwitchClient:
 
     def close(self) -> None:
         self._outgoing.put(None)
-        self._channel.close()
+        if self._channel is not None:
+            self._channel.close()
         if self._reader is not None:
             self._reader.join(timeout=2)
 

@@ -41,13 +41,16 @@ class QueueSetter:
 class FabricController:
     def __init__(self, topology: Topology, addresses: dict[str, str], device_ids: dict[str, int],
                  p4info: p4info_pb2.P4Info, device_config: bytes,
-                 settings: FabricSettings | None = None) -> None:
+                 settings: FabricSettings | None = None, *,
+                 client_factory: Callable[[str, str, int], SwitchClient] = SwitchClient) -> None:
         self.topology = topology
         self.p4info = p4info
         self.device_config = device_config
         self.settings = settings or FabricSettings()
         self.encoder = Encoder(P4InfoIndex(p4info))
-        self.clients = {name: SwitchClient(name, addresses[name], device_ids[name])
+        # ``client_factory(name, address, device_id)``: how a switch is reached
+        # (gRPC by default; the virtual-time target passes in-process clients).
+        self.clients = {name: client_factory(name, addresses[name], device_ids[name])
                         for name in addresses}
         self.plans: dict[str, SwitchPlan] = {}
 

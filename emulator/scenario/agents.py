@@ -125,12 +125,16 @@ def host_rate_bps(topology: Topology, gpu: str) -> int:
     raise ScenarioError(f"topology {topology.name}: no host link for {gpu}")
 
 
-def dcqcn_params(spec: DcqcnSpec, line_rate_bps: float) -> dict[str, Any]:
+def dcqcn_params(spec: DcqcnSpec, line_rate_bps: float,
+                 default_time_scale: float | None = None) -> dict[str, Any]:
     """The agent's ``dcqcn`` settings: only ``enabled`` when the scenario keeps
-    the defaults (the agent's scaled defaults apply), else every value
-    explicit and unscaled."""
+    the defaults (the agent's scaled defaults apply; with
+    ``default_time_scale``, that time scale instead of the agent's), else
+    every value explicit and unscaled."""
     if {f.name: getattr(spec, f.name) for f in fields(spec) if f.name != "enabled"} == \
             {f.name: getattr(DcqcnSpec(), f.name) for f in fields(spec) if f.name != "enabled"}:
+        if default_time_scale is not None:
+            return {"enabled": spec.enabled, "time_scale": float(default_time_scale)}
         return {"enabled": spec.enabled}
     return {
         "enabled": spec.enabled,
@@ -169,10 +173,14 @@ def min_timeout_ms(scenario: Scenario) -> float:
 def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                         start_at_unix: float | None = None,
                         qps: Sequence[QpPlan] | None = None,
-                        graph: Sequence[Op] = ()) -> dict[str, dict[str, Any]]:
+                        graph: Sequence[Op] = (), *,
+                        dcqcn_time_scale: float | None = None) -> dict[str, dict[str, Any]]:
     """Server name -> agent JSON config (see the module docstring). Flows
     that carry ``graph`` ops (collectives) get those messages, with their
-    dependencies, instead of one message of their size."""
+    dependencies, instead of one message of their size. ``dcqcn_time_scale``
+    replaces the agent's default DCQCN time scale when the scenario keeps
+    the DCQCN defaults (the virtual-time target passes 1: the paper's
+    timers as they are)."""
     topo = scenario.topology
     plans = list(qps) if qps is not None else plan_qps(scenario, flows)
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
@@ -221,7 +229,8 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                 "qpn": qp.qpn, "nic": here["name"], "remote_ip": there["ip"],
                 "remote_qpn": qp.qpn, "priority": qp.priority, "dscp": qp.dscp,
                 "max_rate_bps": qp.max_rate_bps,
-                "dcqcn": dcqcn_params(scenario.hosts.dcqcn, here["line_rate_bps"])})
+                "dcqcn": dcqcn_params(scenario.hosts.dcqcn, here["line_rate_bps"],
+                                      dcqcn_time_scale)})
         if not qp.fed and qp.size_bytes and qp.flow not in graph_flows:
             configs[qp.src_server]["workload"]["messages"].append({
                 "qp": qp.qpn, "size_bytes": qp.size_bytes, "op": ops[qp.flow],
@@ -268,19 +277,22 @@ class Feeder:
     than :data:`FEED_AHEAD` messages outstanding gets chunks posted up to
     that many, never past its size. A stop takes effect at the next tick:
     no chunk is posted after it; the chunks already posted (at most
-    ``FEED_AHEAD`` × ``FEED_CHUNK_S`` of line rate) still complete.
+    ``FEED_AHEAD`` × ``chunk_s`` of line rate, :data:`FEED_CHUNK_S` by
+    default) still complete.
     """
 
-    def __init__(self, scenario: Scenario, qps: Iterable[QpPlan], op_of: dict[str, str]) -> None:
+    def __init__(self, scenario: Scenario, qps: Iterable[QpPlan], op_of: dict[str, str], *,
+                 chunk_s: float = FEED_CHUNK_S) -> None:
         stops = stopped_flows(scenario)
         mtu = scenario.hosts.mtu_bytes
         self.op_of = op_of
+        self.chunk_s = chunk_s
         self.states: list[FeedState] = []
         for qp in qps:
             if not qp.fed:
                 continue
             rate = host_rate_bps(scenario.topology, qp.src_gpu)
-            chunk = max(mtu, int(rate / 8 * FEED_CHUNK_S) // mtu * mtu)
+            chunk = max(mtu, int(rate / 8 * chunk_s) // mtu * mtu)
             stop = stops.get(qp.flow)
             self.states.append(FeedState(qp, chunk, stop_at_s=None if stop is None else stop / 1e9))
 

@@ -13,7 +13,9 @@ checks in this order, stopping at the first problem, which becomes one
 4. checks across keys (:mod:`.checks`);
 5. ``time_scale`` (:mod:`.scale`): the scenario returned is the emulated one,
    rates ÷ k and times × k, the file's own values in ``.written``; a link
-   too fast to emulate is an error naming ``time_scale``.
+   too fast to emulate is an error naming ``time_scale``. On the ``sim``
+   target (virtual time) nothing is scaled: the scenario runs as written,
+   with ``time_scale`` recorded as 1 (:func:`~.scale.native`).
 """
 
 from __future__ import annotations
@@ -93,7 +95,10 @@ def scenario_from_dict(data: object, source: str = "<dict>",
         capture=parse.capture(ctx, data.get("capture")),
         expect_checks=parse.expect_checks(ctx, data.get("expect_checks", [])),
     )
-    return scale.emulated(checks.check_scenario(scenario, where), where)
+    checked = checks.check_scenario(scenario, where)
+    if checked.target == "sim":
+        return scale.native(checked)
+    return scale.emulated(checked, where)
 
 
 def _whole_numbers(value: Any) -> Any:

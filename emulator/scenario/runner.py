@@ -60,6 +60,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -114,6 +115,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                  ) -> dict[str, Any]:
     """Run ``scenario``; returns the results (also written to ``out_dir``)."""
     target = target or scenario.target
+    if target == "sim":
+        from emulator.scenario.sim_runner import run_sim
+        return run_sim(scenario, out_dir, progress=progress, log=log)
     out = Path(out_dir)
     say = log or (lambda _msg: None)
     scenario = emulated(scenario)  # a no-op for a loaded scenario: the loader did it
@@ -243,20 +247,50 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
         captures.update(_collect_captures(capture_files, scenario.capture.max_packets, errors))
         shutil.rmtree(out / "fabric" / "net" / "pcap", ignore_errors=True)
     timings["total_s"] = round(time.perf_counter() - clock, 3)
-    results = assemble(scenario, target, flows, qps, agent_stats, counters, queue_stats,
-                       start_unix=start_unix, end_unix=end_unix, partial=partial,
-                       extra={"events": events_done, "errors": errors, "timings": timings,
-                              **({"captures": captures} if captures else {}),
-                              **({"collectives": collective_results(plans, qps, agent_stats,
-                                                                    start_unix)}
-                                 if plans else {})})
+    return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
+                                queue_stats, queue_series, start_unix, end_unix, partial,
+                                {"events": events_done, "errors": errors, "timings": timings,
+                                 **({"captures": captures} if captures else {})}), say)
+
+
+@dataclass
+class RunRecord:
+    """What a run measured, whichever clock ran it: the input of :func:`finish_run`."""
+
+    scenario: Scenario
+    target: str
+    out: Path
+    flows: list
+    qps: list
+    plans: list
+    agent_stats: dict[str, dict[str, Any] | None]
+    counters: dict[str, Any]
+    queue_stats: dict[str, Any]
+    queue_series: dict[str, Any]
+    start_unix: float
+    end_unix: float
+    partial: bool
+    extra: dict[str, Any]
+
+
+def finish_run(run: RunRecord, say: Callable[[str], None]) -> dict[str, Any]:
+    """Assemble results.json, check its invariants, write it with the CSVs
+    and the plots into ``run.out``; returns the results."""
+    extra = dict(run.extra)
+    if run.plans:
+        extra["collectives"] = collective_results(run.plans, run.qps, run.agent_stats,
+                                                  run.start_unix)
+    results = assemble(run.scenario, run.target, run.flows, run.qps, run.agent_stats,
+                       run.counters, run.queue_stats, start_unix=run.start_unix,
+                       end_unix=run.end_unix, partial=run.partial, extra=extra)
     check_invariants(results)
+    out = run.out
     (out / "results.json").write_text(json.dumps(results, indent=1))
     write_csvs(results, out)
-    write_series_csvs(out, queue_series, qps, agent_stats, start_unix)
+    write_series_csvs(out, run.queue_series, run.qps, run.agent_stats, run.start_unix)
     try:
         from emulator.measure.plots import plot_run
-        plot_run(out, title=scenario.name, duration_s=scenario.duration_s)
+        plot_run(out, title=run.scenario.name, duration_s=run.scenario.duration_s)
     except Exception as exc:  # a plot must not lose the results
         say(f"plots not drawn: {exc}")
     return results

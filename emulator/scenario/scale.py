@@ -167,6 +167,17 @@ def emulated(written: Scenario, where: Where | None = None) -> Scenario:
     )
 
 
+def native(scenario: Scenario) -> Scenario:
+    """The scenario as the virtual-time target runs it: as written, whatever
+    its rates (no machine limit applies to simulated time), ``time_scale``
+    recorded as 1 and the file's value kept in ``ignored_time_scale``."""
+    written = written_of(scenario)
+    if written.time_scale == 1 and written.target == "sim":
+        return written
+    return replace(written, time_scale=1, target="sim",
+                   ignored_time_scale=None if written.time_scale == 1 else written.time_scale)
+
+
 def written_of(scenario: Scenario) -> Scenario:
     """The scenario as its file wrote it (itself when not time-scaled)."""
     return scenario.written or scenario

@@ -24,7 +24,7 @@ from emulator.scenario.spec import UNLIMITED
 from emulator.scenario.units import DURATION_HINT, SIZE_HINT, THRESHOLD_HINT
 from emulator.topology.units import RATE_HINT
 
-TARGETS: tuple[str, ...] = ("builtin", "bmv2")
+TARGETS: tuple[str, ...] = ("builtin", "bmv2", "sim")
 OPS: tuple[str, ...] = ("write", "send", "read")
 GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pairs")
 COLLECTIVE_KINDS: tuple[str, ...] = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",

@@ -436,6 +436,9 @@ class Scenario:
     # With time_scale != 1 a loaded scenario is the emulated one and this is
     # the scenario as written, in data-centre units (emulator.scenario.scale).
     written: Scenario | None = field(default=None, repr=False, compare=False)
+    # On the virtual-time target (which runs data-centre units as written) the
+    # file's time_scale, not applied; None elsewhere.
+    ignored_time_scale: float | None = None
 
     @property
     def duration_s(self) -> float:
@@ -464,6 +467,8 @@ class Scenario:
             "capture": self.capture.to_dict(),
             "expect_checks": [c.to_dict() for c in self.expect_checks],
             **({"written": self.written.to_dict()} if self.written is not None else {}),
+            **({"ignored_time_scale": self.ignored_time_scale}
+               if self.ignored_time_scale is not None else {}),
         }
 
 

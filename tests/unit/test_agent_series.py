@@ -236,7 +236,8 @@ def test_dropped_intervals_relax_the_equality(paused_snapshot):
 def test_series_bin_config():
     assert parse_config(host_config("a")).run.series_bin_ms == 10.0
     assert parse_config(host_config("a", **run_bin(2.5))).run.series_bin_ms == 2.5
-    for bad in (0, -1, 0.05, 70_000, "10", True):
+    assert parse_config(host_config("a", **run_bin(0.001))).run.series_bin_ms == 0.001
+    for bad in (0, -1, 0.00005, 70_000, "10", True):
         with pytest.raises(ConfigError, match=r"run\.series_bin_ms"):
             parse_config(host_config("a", **run_bin(bad)))
     assert math.isclose(parse_config(host_config("a", **run_bin(60_000))).run.series_bin_ms,

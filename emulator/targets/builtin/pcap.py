@@ -3,7 +3,8 @@
 One file per port and direction, ``<iface>_in.pcap`` (frames received) and
 ``<iface>_out.pcap`` (frames sent), in the classic libpcap format with
 nanosecond timestamps (magic 0xa1b23c4d, link type Ethernet), which
-tcpdump, Wireshark and Scapy read. Timestamps are wall-clock time.
+tcpdump, Wireshark and Scapy read. Timestamps are wall-clock time, or the
+writer's ``clock_ns`` (the virtual-time target's simulated clock).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import struct
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 PCAP_MAGIC_NS = 0xA1B23C4D
 LINKTYPE_ETHERNET = 1
@@ -24,8 +25,10 @@ class PcapWriter:
     """Appends frames to one pcap file; buffered, flushed on :meth:`flush`
     and :meth:`close`."""
 
-    def __init__(self, path: str | Path, buffer_bytes: int = 1 << 16) -> None:
+    def __init__(self, path: str | Path, buffer_bytes: int = 1 << 16, *,
+                 clock_ns: Callable[[], int] = time.time_ns) -> None:
         self.path = Path(path)
+        self._clock_ns = clock_ns
         self._file: BinaryIO | None = open(self.path, "wb", buffering=buffer_bytes)
         self._file.write(_HEADER.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_ETHERNET))
         self.packets = 0
@@ -33,7 +36,7 @@ class PcapWriter:
     def write(self, frame: bytes, time_ns: int | None = None) -> None:
         if self._file is None:
             return
-        ts = time.time_ns() if time_ns is None else time_ns
+        ts = self._clock_ns() if time_ns is None else time_ns
         length = len(frame)
         kept = min(length, SNAPLEN)
         self._file.write(_RECORD.pack(ts // 1_000_000_000, ts % 1_000_000_000, kept, length))

@@ -1,0 +1,190 @@
+"""The virtual clock and the one event heap of a simulated fabric.
+
+Everything in a sim run happens at a point of simulated time, in one
+thread, in the order of one heap: frame arrivals on links, switch data-plane
+deadlines (departures, propagation, pause expiries), NIC agent wake-ups and
+the runner's own calls (events, feeding fed flows, queue sampling). Equal
+times run in the order they were scheduled (a sequence number breaks ties),
+so a run is the same to the bit every time.
+
+Components are woken, not polled. A :class:`Component` says when it next
+has work (``next_time()``) and does it (``wake(now)``); the engine keeps at
+most one live wake-up per component in the heap (a stale one, superseded
+by an earlier wake-up, is skipped when it surfaces) and asks for the next
+time after every wake-up and every frame delivered to it. A switch's
+:class:`~emulator.targets.builtin.dataplane.DataPlane` and a NIC agent's
+:class:`~emulator.traffic.agent.agent.Agent` are both driven this way: they
+already take ``now`` everywhere and never read a clock of their own here.
+
+The clock: :class:`SimClock` is what the components that want a clock
+(the data plane's counters, the pipeline's timestamps, pcap records) call;
+the engine moves it, nothing else does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from typing import Any, Callable
+
+INF = math.inf
+# Wake-ups at one instant that change nothing before the engine calls it a
+# livelock (a component that says "now" forever).
+MAX_SAME_TIME_WAKEUPS = 100_000
+
+_WAKE, _DELIVER, _CALL = 0, 1, 2
+
+
+class SimClock:
+    """Simulated seconds since the run's start; call it for the time."""
+
+    __slots__ = ("now",)
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def us(self) -> float:
+        """The time in microseconds (the P4 pipeline's clock)."""
+        return self.now * 1e6
+
+    def ns(self) -> int:
+        """The time in whole nanoseconds (pcap timestamps)."""
+        return round(self.now * 1e9)
+
+
+class Component:
+    """Something the engine wakes: ``next_time()`` (INF: nothing planned;
+    at or before now: at once) and ``wake(now)``."""
+
+    __slots__ = ("wake_at", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.wake_at = INF  # the time of this component's live heap entry
+
+    def next_time(self) -> float:
+        raise NotImplementedError
+
+    def wake(self, now: float) -> None:
+        raise NotImplementedError
+
+
+class SimError(RuntimeError):
+    """The simulation cannot go on (a livelock, a component that failed)."""
+
+
+class Engine:
+    """The event heap and the clock (see the module docstring)."""
+
+    def __init__(self, clock: SimClock | None = None) -> None:
+        self.clock = clock or SimClock()
+        self._heap: list[tuple[float, int, int, Any, Any]] = []
+        self._seq = 0
+        self.events = 0          # heap entries run (stale wake-ups not counted)
+        self.deliveries = 0      # frames handed over at the far end of a link
+        self.wall_s = 0.0        # wall time spent in run()
+        self._stop = False
+
+    # -- scheduling ------------------------------------------------------------------
+    def schedule(self, component: Component) -> None:
+        """Make sure ``component`` is woken at its ``next_time()``."""
+        t = component.next_time()
+        if t < component.wake_at:
+            now = self.clock.now
+            if t < now:
+                t = now
+            component.wake_at = t
+            self._seq += 1
+            heapq.heappush(self._heap, (t, self._seq, _WAKE, component, None))
+
+    def deliver(self, when: float, end: Any, item: Any) -> None:
+        """At ``when``, call ``end.land(item, when)``, then reschedule
+        ``end.peer_node`` (the component that received)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (when, self._seq, _DELIVER, end, item))
+
+    def call_at(self, when: float, fn: Callable[[float], None]) -> None:
+        """Run ``fn(now)`` at ``when`` (now, if that is past)."""
+        now = self.clock.now
+        self._seq += 1
+        heapq.heappush(self._heap, (when if when > now else now, self._seq, _CALL, fn, None))
+
+    def every(self, period_s: float, fn: Callable[[float], bool | None], *,
+              start: float | None = None) -> None:
+        """Run ``fn(now)`` every ``period_s`` from ``start`` (default now) on,
+        until it returns False."""
+        if not period_s > 0:
+            raise ValueError(f"period {period_s!r} s is not positive")
+        first = self.clock.now if start is None else start
+
+        def tick(now: float, k: int = 0) -> None:
+            if fn(now) is False:
+                return
+            self.call_at(first + (k + 1) * period_s, lambda t: tick(t, k + 1))
+        self.call_at(first, tick)
+
+    def stop(self) -> None:
+        """End :meth:`run` after the event being run."""
+        self._stop = True
+
+    def next_time(self) -> float:
+        return self._heap[0][0] if self._heap else INF
+
+    # -- running ---------------------------------------------------------------------
+    def run(self, until: float, *, on_progress: Callable[[float], None] | None = None,
+            progress_every: int = 20_000) -> float:
+        """Run every event up to ``until`` (simulated seconds); returns the
+        time reached (``until``, or earlier after :meth:`stop`)."""
+        clock = self.clock
+        heap = self._heap
+        pop = heapq.heappop
+        schedule = self.schedule
+        self._stop = False
+        wall = time.perf_counter()
+        events = self.events
+        same_time = 0
+        last_t = -INF
+        countdown = progress_every
+        try:
+            while heap and heap[0][0] <= until and not self._stop:
+                t, _seq, kind, target, arg = pop(heap)
+                if kind == _WAKE:
+                    if target.wake_at != t:
+                        continue  # superseded by an earlier wake-up
+                    target.wake_at = INF
+                    clock.now = t
+                    target.wake(t)
+                    schedule(target)
+                elif kind == _DELIVER:
+                    clock.now = t
+                    target.land(arg, t)
+                    self.deliveries += 1
+                    schedule(target.peer_node)
+                else:
+                    clock.now = t
+                    target(t)
+                events += 1
+                if t == last_t:
+                    same_time += 1
+                    if same_time > MAX_SAME_TIME_WAKEUPS:
+                        raise SimError(f"livelock at t={t:.9f} s: more than "
+                                       f"{MAX_SAME_TIME_WAKEUPS} events without time moving")
+                else:
+                    same_time = 0
+                    last_t = t
+                countdown -= 1
+                if not countdown:
+                    countdown = progress_every
+                    if on_progress is not None:
+                        self.events = events
+                        on_progress(t)
+            if not self._stop and clock.now < until and until < INF:
+                clock.now = until
+        finally:
+            self.events = events
+            self.wall_s += time.perf_counter() - wall
+        return clock.now

@@ -1,0 +1,246 @@
+"""A whole fabric in one process on the virtual clock: switches, links, NIC
+agents, programmed by the controller. What :class:`~emulator.scenario.session.FabricSession`
+is for a live run, :class:`SimFabric` is for ``--target sim``.
+
+- **Switches**: one :class:`~emulator.targets.builtin.switch.Switch` per
+  topology switch (never started: no thread, the engine drives its data
+  plane), with every port on a :class:`~.links.PortEnd` and its own
+  :class:`~emulator.targets.p4runtime.server.P4RuntimeServicer`. Each
+  switch's pipeline reads the simulated clock and draws its random numbers
+  (ECN marking) from its own generator, seeded from the run's seed and the
+  switch's name (:func:`switch_seed`), so no two switches share a stream and
+  a run is repeatable.
+- **Programming**: the controller computes the same plan as for a live
+  fabric and writes it through the same P4Runtime path, over in-process
+  clients (:mod:`.p4rt`); port rate, delay, buffer and PFC honouring go to
+  the switches as the QueueControl service would set them.
+- **Links**: one :class:`~.links.Link` per topology link. A GPU's NIC end
+  belongs to its server's agent once one is attached; until then frames to
+  it are counted and dropped (:class:`Sink`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from emulator.control.client import SwitchClient
+from emulator.control.compile import compile_fabric
+from emulator.control.controller import FabricController, QueueSetter
+from emulator.control.fabric_plan import CPU_PORT, FabricSettings
+from emulator.p4.device import program_from_device_config
+from emulator.p4.exec.pipeline import V1ModelPipeline
+from emulator.sim.engine import INF, Component, Engine
+from emulator.sim.links import AgentNode, Link, NicEnd, PortEnd, SwitchNode
+from emulator.sim.p4rt import LocalStub
+from emulator.targets.builtin.config import PortConfig, SwitchOptions
+from emulator.targets.builtin.pcap import PcapWriter
+from emulator.targets.builtin.switch import Switch
+from emulator.targets.builtin.tm import QueueSeries
+from emulator.targets.p4runtime.server import P4RuntimeServicer
+from emulator.topology import Topology
+
+PRIORITY_QUEUES = 8
+DEVICE_ID_BASE = 1  # as the live fabric: device id = 1 + switch index
+
+
+def switch_seed(run_seed: int, switch: str) -> int:
+    """The seed of one switch's random stream: stable across runs and
+    processes (not Python's salted ``hash``), different per switch."""
+    digest = hashlib.sha256(f"{run_seed}/{switch}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+class Sink(Component):
+    """Where frames to a GPU without an agent go: counted, dropped."""
+
+    __slots__ = ("frames",)
+
+    def __init__(self) -> None:
+        super().__init__("sink")
+        self.frames = 0
+
+    def next_time(self) -> float:
+        return INF
+
+    def wake(self, now: float) -> None:
+        pass
+
+    def receive(self, frame: bytes, now: float) -> None:
+        self.frames += 1
+
+
+class SimFabric:
+    """Switches, links and agents of a topology on one engine (see the module docstring)."""
+
+    def __init__(self, topology: Topology, engine: Engine, *, settings: FabricSettings | None = None,
+                 seed: int = 0, buffer_bytes: int | None = None, workdir: Path,
+                 sample_interval_s: float = 0.010) -> None:
+        self.topology = topology
+        self.engine = engine
+        self.settings = settings or FabricSettings()
+        self.seed = seed
+        self.buffer_bytes = buffer_bytes
+        self.workdir = Path(workdir)
+        self.sample_interval_s = sample_interval_s
+        self.switches: dict[str, Switch] = {}
+        self.nodes: dict[str, SwitchNode] = {}
+        self.servicers: dict[str, P4RuntimeServicer] = {}
+        self.links: dict[frozenset[str], Link] = {}
+        self.nic_ends: dict[str, NicEnd] = {}     # GPU name -> its NIC's end
+        self.port_ends: dict[tuple[str, int], PortEnd] = {}
+        self.agents: dict[str, AgentNode] = {}
+        self.sink = Sink()
+        self.controller: FabricController | None = None
+        self._programs: dict[bytes, Any] = {}
+        self._programs_lock = threading.Lock()
+
+    # -- bring-up -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Build every switch and link, then program the fabric."""
+        compiled = compile_fabric("sim", self.workdir / "build")
+        clock = self.engine.clock
+        for sw in self.topology.switches:
+            options = SwitchOptions(device_id=DEVICE_ID_BASE + sw.index,
+                                    priority_queues=PRIORITY_QUEUES, cpu_port=CPU_PORT)
+            switch = Switch(options, clock=clock)
+            switch.dataplane.series = QueueSeries(self.sample_interval_s)
+            self.switches[sw.name] = switch
+            self.nodes[sw.name] = SwitchNode(sw.name, switch)
+        for link in self.topology.links:
+            self._build_link(link)
+        for sw in self.topology.switches:
+            self.servicers[sw.name] = P4RuntimeServicer(
+                self.switches[sw.name], DEVICE_ID_BASE + sw.index, self._loader(sw.name),
+                cpu_port=CPU_PORT)
+        addresses = {name: f"sim:{name}" for name in self.switches}
+        device_ids = {sw.name: DEVICE_ID_BASE + sw.index for sw in self.topology.switches}
+
+        def client(name: str, address: str, device_id: int) -> SwitchClient:
+            return SwitchClient(name, address, device_id, stub=LocalStub(self.servicers[name]))
+
+        self.controller = FabricController(self.topology, addresses, device_ids, compiled.p4info,
+                                           compiled.device_config, self.settings,
+                                           client_factory=client)
+        self.controller.connect()
+        self.controller.push_pipeline()
+        self.controller.install()
+        self.controller.configure_queues(self._queue_setter(), self.buffer_bytes)
+        for name, node in self.nodes.items():
+            self.engine.every(self.sample_interval_s, self._sampler(node))
+
+    def _loader(self, name: str):  # type: ignore[no-untyped-def]
+        seed = switch_seed(self.seed, name)
+        clock = self.engine.clock
+
+        def load(_p4info: object, config: bytes) -> V1ModelPipeline:
+            # One compile per distinct device config; a pipeline per switch.
+            with self._programs_lock:
+                program = self._programs.get(config)
+                if program is None:
+                    program = self._programs[config] = program_from_device_config(config)
+            return V1ModelPipeline(program, seed=seed, priority_queues=PRIORITY_QUEUES,
+                                   clock_us=clock.us)
+        return load
+
+    def _build_link(self, link: Any) -> None:
+        delay_s = link.delay_ns / 1e9
+        if link.kind == "host":
+            gpu = self.topology.gpu(link.gpu)
+            port = self.topology.switch(gpu.switch).port(gpu.switch_port)
+            wire = Link(f"{gpu.name}<->{gpu.switch}:{gpu.switch_port}", delay_s)
+            nic = NicEnd(gpu.intf, wire, self.engine, link.rate_bps)
+            sw_end = PortEnd(port.intf, wire, self.engine)
+            node = self.nodes[gpu.switch]
+            self._add_port(gpu.switch, gpu.switch_port, sw_end)
+            wire.join(nic, self.sink, self.sink.receive,
+                      sw_end, node, node.receiver(gpu.switch_port))
+            self.nic_ends[gpu.name] = nic
+            self.links[frozenset((gpu.name, gpu.switch))] = wire
+            return
+        a, b = link.node_a, link.node_b
+        wire = Link(f"{a}:{link.port_a}<->{b}:{link.port_b}", delay_s)
+        end_a = PortEnd(self.topology.switch(a).port(link.port_a).intf, wire, self.engine)
+        end_b = PortEnd(self.topology.switch(b).port(link.port_b).intf, wire, self.engine)
+        self._add_port(a, link.port_a, end_a)
+        self._add_port(b, link.port_b, end_b)
+        node_a, node_b = self.nodes[a], self.nodes[b]
+        wire.join(end_a, node_a, node_a.receiver(link.port_a),
+                  end_b, node_b, node_b.receiver(link.port_b))
+        self.links[frozenset((a, b))] = wire
+
+    def _add_port(self, switch: str, port: int, end: PortEnd) -> None:
+        self.switches[switch].add_port(port, end, PortConfig())
+        self.port_ends[(switch, port)] = end
+
+    def _queue_setter(self) -> QueueSetter:
+        def set_port(switch: str, port: int, rate_bps: int, delay_us: float,
+                     buffer_bytes: int | None) -> None:
+            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": delay_us}
+            if buffer_bytes is not None:
+                settings["buffer_bytes"] = buffer_bytes
+            self.switches[switch].set_port_config(port, **settings)
+
+        def set_pfc(switch: str, port: int, priority: int, enabled: bool) -> None:
+            self.switches[switch].set_pfc(port, priority, enabled)
+        return QueueSetter(set_port, set_pfc)
+
+    def _sampler(self, node: SwitchNode):  # type: ignore[no-untyped-def]
+        dp = node.dataplane
+
+        def sample(now: float) -> None:
+            dp.sample_queues(now)
+        return sample
+
+    # -- hosts ----------------------------------------------------------------------------
+    def nic_backends(self, gpus: list[str]) -> dict[str, NicEnd]:
+        """NIC name (the GPU's interface) -> its link end, for an agent's config."""
+        return {self.topology.gpu(g).intf: self.nic_ends[g] for g in gpus}
+
+    def attach_agent(self, server: str, agent: Any, gpus: list[str]) -> AgentNode:
+        """Make ``agent`` (built on :meth:`nic_backends` of ``gpus``) receive
+        what the switches send to those GPUs, and let the engine drive it."""
+        node = AgentNode(server, agent)
+        names = [nic.config.name for nic in agent.nics]
+        for gpu in gpus:
+            end = self.nic_ends[gpu]
+            peer = self.port_ends[(self.topology.gpu(gpu).switch, self.topology.gpu(gpu).switch_port)]
+            peer.peer_node = node
+            peer.peer_receive = node.receiver(names.index(self.topology.gpu(gpu).intf))
+            assert end.peer_node is not None
+        self.agents[server] = node
+        self.engine.schedule(node)
+        return node
+
+    # -- events and captures ----------------------------------------------------------------
+    def link(self, a: str, b: str) -> Link:
+        found = self.links.get(frozenset((a, b)))
+        if found is None:
+            raise KeyError(f"no link between {a} and {b}")
+        return found
+
+    def capture_port(self, switch: str, port: int, path_in: Path, path_out: Path) -> None:
+        """Record port ``port`` of ``switch``: frames received and sent."""
+        ps = self.switches[switch].dataplane.port(port)
+        clock = self.engine.clock
+        ps.pcap_in = PcapWriter(path_in, clock_ns=clock.ns)
+        ps.pcap_out = PcapWriter(path_out, clock_ns=clock.ns)
+
+    def capture_gpu(self, gpu: str, path: Path) -> None:
+        """Record what ``gpu``'s NIC sends and receives."""
+        self.nic_ends[gpu].capture(path, self.engine.clock)
+
+    # -- teardown ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        if self.controller is not None:
+            self.controller.close()
+            self.controller = None
+        for servicer in self.servicers.values():
+            servicer.close()
+        self.servicers.clear()
+        for switch in self.switches.values():
+            switch.close()
+        for end in self.nic_ends.values():
+            end.close()

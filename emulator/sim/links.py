@@ -1,0 +1,210 @@
+"""Links of a simulated fabric and the two kinds of node they join.
+
+A :class:`Link` joins two ends, each a back end with the switch ports' and
+the NIC agents' shape (``name``, ``fileno() -> None``, ``recv() -> None``,
+``send(frame) -> bool``, ``close()``), so the switch's
+:class:`~emulator.targets.builtin.dataplane.DataPlane` and the agent's
+:class:`~emulator.traffic.agent.nic.Nic` use them as they use sockets. Who
+realises what on the wire, as on the live target:
+
+- a **switch port** serialises at its rate and waits out the propagation
+  delay itself (the data plane's TX_DONE and DELIVER timers), then sends:
+  :class:`PortEnd` hands the frame to the peer at that instant;
+- a **NIC** hands a frame to its back end when its serialisation *starts*
+  (its pacer then keeps the line busy for it): :class:`NicEnd` delivers it
+  at ``now + (len + overhead) × 8 / rate + delay``, the instant its last bit
+  reaches the switch port.
+
+So every frame crosses every link with serialisation at the sender's rate
+and the link's delay, in both directions, and arrives whole (store and
+forward). A link that is down refuses frames (the sender counts a
+``tx_error``) and loses the ones in flight (``lost_in_flight``).
+
+:class:`SwitchNode` and :class:`AgentNode` are the engine's components for
+a switch's data plane and a server's NIC agent.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from emulator.sim.engine import INF, Component, Engine, SimClock
+from emulator.targets.builtin.pcap import PcapWriter
+
+Receive = Callable[[bytes, float], None]
+
+
+class SwitchNode(Component):
+    """A switch's data plane as an engine component."""
+
+    __slots__ = ("switch", "dataplane")
+
+    def __init__(self, name: str, switch: Any) -> None:
+        super().__init__(name)
+        self.switch = switch
+        self.dataplane = switch.dataplane
+
+    def next_time(self) -> float:
+        t = self.dataplane.next_deadline()
+        return INF if t is None else t
+
+    def wake(self, now: float) -> None:
+        self.dataplane.run_due(now)
+
+    def receiver(self, port: int) -> Receive:
+        dp = self.dataplane
+        ps = dp.port(port)
+        rx = dp.rx
+
+        def receive(frame: bytes, now: float) -> None:
+            rx(ps, frame, now)
+        return receive
+
+
+class AgentNode(Component):
+    """A server's NIC agent as an engine component."""
+
+    __slots__ = ("agent",)
+
+    def __init__(self, name: str, agent: Any) -> None:
+        super().__init__(name)
+        self.agent = agent
+
+    def next_time(self) -> float:
+        return INF if self.agent.stopped else self.agent.next_wakeup()
+
+    def wake(self, now: float) -> None:
+        self.agent.service(now)
+
+    def receiver(self, nic_index: int) -> Receive:
+        on_frame = self.agent.on_frame
+
+        def receive(frame: bytes, now: float) -> None:
+            on_frame(nic_index, frame, now)
+        return receive
+
+
+class _End:
+    """One end of a link: the back end its node sends through."""
+
+    __slots__ = ("name", "link", "engine", "peer_receive", "peer_node", "sent_packets",
+                 "sent_bytes", "pcap")
+
+    def __init__(self, name: str, link: "Link", engine: Engine) -> None:
+        self.name = name
+        self.link = link
+        self.engine = engine
+        self.peer_receive: Receive | None = None
+        self.peer_node: Component | None = None
+        self.sent_packets = 0
+        self.sent_bytes = 0
+        self.pcap: PcapWriter | None = None
+
+    def fileno(self) -> None:
+        return None
+
+    def recv(self) -> None:
+        return None
+
+    def close(self) -> None:
+        if self.pcap is not None:
+            self.pcap.close()
+
+    def land(self, item: tuple[int, bytes], now: float) -> None:
+        """The engine's delivery: the frame reached the far end at ``now``."""
+        epoch, frame = item
+        if epoch != self.link.epoch:  # the link went down while the frame was on it
+            self.link.lost_in_flight += 1
+            return
+        self.peer_receive(frame, now)  # type: ignore[misc]
+
+
+class PortEnd(_End):
+    """A switch port's end: the data plane already spent serialisation and delay."""
+
+    __slots__ = ()
+
+    def send(self, frame: bytes) -> bool:
+        if not self.link.up:
+            return False
+        self.sent_packets += 1
+        self.sent_bytes += len(frame)
+        self.engine.deliver(self.engine.clock.now, self, (self.link.epoch, frame))
+        return True
+
+
+class NicEnd(_End):
+    """A NIC's end: the frame starts serialising now at the NIC's rate."""
+
+    __slots__ = ("s_per_byte", "overhead_bytes")
+
+    def __init__(self, name: str, link: "Link", engine: Engine, rate_bps: float,
+                 overhead_bytes: int = 0) -> None:
+        super().__init__(name, link, engine)
+        self.s_per_byte = 8.0 / rate_bps if rate_bps > 0 else 0.0
+        self.overhead_bytes = overhead_bytes
+
+    def send(self, frame: bytes) -> bool:
+        if not self.link.up:
+            return False
+        n = len(frame)
+        self.sent_packets += 1
+        self.sent_bytes += n
+        now = self.engine.clock.now
+        if self.pcap is not None:
+            self.pcap.write(frame, round(now * 1e9))
+        self.engine.deliver(now + (n + self.overhead_bytes) * self.s_per_byte + self.link.delay_s,
+                            self, (self.link.epoch, frame))
+        return True
+
+    def capture(self, path: Path, clock: SimClock) -> None:
+        """Record what this NIC sends and receives (simulated timestamps)."""
+        self.pcap = PcapWriter(path)
+        receive = self.link.end_receive(self)
+        pcap = self.pcap
+
+        def tapped(frame: bytes, now: float) -> None:
+            pcap.write(frame, round(now * 1e9))
+            receive(frame, now)
+        self.link.set_end_receive(self, tapped)
+
+
+class Link:
+    """Two ends, a propagation delay and an up/down state."""
+
+    __slots__ = ("name", "delay_s", "up", "epoch", "lost_in_flight", "ends")
+
+    def __init__(self, name: str, delay_s: float) -> None:
+        if delay_s < 0 or math.isnan(delay_s):
+            raise ValueError(f"link {name}: delay {delay_s!r} s is not a delay")
+        self.name = name
+        self.delay_s = delay_s
+        self.up = True
+        self.epoch = 0            # changes when the link goes down
+        self.lost_in_flight = 0
+        self.ends: list[_End] = []
+
+    def join(self, a: _End, a_node: Component, a_receive: Receive,
+             b: _End, b_node: Component, b_receive: Receive) -> None:
+        """Wire ``a`` (owned by ``a_node``, which receives with ``a_receive``)
+        to ``b``."""
+        a.peer_node, a.peer_receive = b_node, b_receive
+        b.peer_node, b.peer_receive = a_node, a_receive
+        self.ends = [a, b]
+
+    def end_receive(self, end: _End) -> Receive:
+        """How ``end``'s own node receives (what the other end delivers to)."""
+        other = self.ends[1] if self.ends[0] is end else self.ends[0]
+        assert other.peer_receive is not None
+        return other.peer_receive
+
+    def set_end_receive(self, end: _End, receive: Receive) -> None:
+        other = self.ends[1] if self.ends[0] is end else self.ends[0]
+        other.peer_receive = receive
+
+    def set_up(self, up: bool) -> None:
+        if self.up and not up:
+            self.epoch += 1
+        self.up = up
