@@ -48,6 +48,9 @@ def program_from_device_config(data: bytes) -> ir.Program:
         raise DeviceConfigError("device config is not JSON; expected the output of "
                                 "'aifabric p4 compile'") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
+        if isinstance(config, dict) and ("__meta__" in config or "pipelines" in config):
+            raise DeviceConfigError("device config is a BMv2 JSON (p4c's output); the built-in "
+                                    "target runs what 'aifabric p4 compile PROGRAM.p4' writes")
         raise DeviceConfigError(f"device config format is not {FORMAT!r}; "
                                 "compile the program with 'aifabric p4 compile'")
     name = str(config.get("program", "program.p4"))

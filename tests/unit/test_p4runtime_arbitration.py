@@ -1,11 +1,14 @@
 """Client arbitration over real StreamChannels: primary and backups per
 (device, role), notifications, refused updates, re-election."""
 
+import time
+
 import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+from emulator.targets.p4runtime.arbitration import DUPLICATE_GRACE_S
 from tests.unit.data.p4runtime.harness import Switch, update
 
 ENTRY = """table_entry { table_id: 37375156 match { field_id: 1 lpm { value: "\\x0a\\x00\\x00\\x00"
@@ -176,3 +179,37 @@ def test_backups_cannot_send_packets_and_messages_before_arbitration_are_ignored
     other.other.SetInParent()
     a.send(other)
     assert a.get("error").error.canonical_code == code_pb2.UNIMPLEMENTED
+
+
+def test_a_closed_stream_frees_its_election_id_for_the_next_connection(switch):
+    # As the tutorials' PTF tests do: close the stream (half-close, no wait)
+    # and at once connect again with the same election id, test after test.
+    previous = switch.stream()
+    assert previous.arbitrate(7, (0, 1)).status.code == OK
+    for _ in range(200):
+        previous.send(None)
+        current = switch.stream()
+        note = current.arbitrate(7, (0, 1))
+        assert note is not None and note.status.code == OK
+        previous = current
+    switch.set_config("basic", election=(0, 1))
+
+
+def test_a_cancelled_stream_releases_its_controller_at_once(switch):
+    a, b = switch.stream(), switch.stream()
+    a.arbitrate(7, (0, 9))
+    b.arbitrate(7, (0, 4))
+    a.call.cancel()
+    note = b.get("arbitration", timeout=1.0)
+    assert note is not None and note.arbitration.status.code == OK and eid(note.arbitration) == 4
+    assert switch.stream().arbitrate(7, (0, 9)).status.code == OK
+
+
+def test_a_duplicate_waits_for_the_holder_to_leave_then_is_refused(switch):
+    a, b = switch.stream(), switch.stream()
+    a.arbitrate(7, (0, 3))
+    start = time.monotonic()
+    assert b.arbitrate(7, (0, 3), timeout=5.0) is None
+    waited_s = time.monotonic() - start
+    assert b.error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert DUPLICATE_GRACE_S * 0.9 <= waited_s < DUPLICATE_GRACE_S + 2.0

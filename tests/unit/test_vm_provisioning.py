@@ -414,10 +414,16 @@ def test_real_run_needs_root(tmp_path: Path) -> None:
         os_release = shared / "os-release"
         os_release.write_text(JAMMY)
         os_release.chmod(0o644)
+        # The checkout may sit where nobody cannot read (a clone under /root
+        # is 0700): nobody runs a readable copy of the script.
+        script = shared / "scripts" / PROVISION.name
+        script.parent.mkdir(mode=0o755)
+        shutil.copy2(PROVISION, script)
+        script.chmod(0o755)
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIFABRIC_")}
         env["AIFABRIC_OS_RELEASE"] = str(os_release)
         result = subprocess.run(
-            [*prefix, "bash", str(PROVISION)], cwd="/", env=env, capture_output=True, text=True, timeout=60
+            [*prefix, "bash", str(script)], cwd="/", env=env, capture_output=True, text=True, timeout=60
         )
     finally:
         shutil.rmtree(shared)

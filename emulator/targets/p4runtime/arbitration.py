@@ -4,7 +4,12 @@ spec §5, §16.2).
 A :class:`Controller` is one ``StreamChannel`` that has sent a
 ``MasterArbitrationUpdate``. Election ids are unique per role among live
 controllers (a duplicate ends the new stream with ``INVALID_ARGUMENT``); an
-unset election id never makes a controller primary.
+unset election id never makes a controller primary. A controller leaves the
+moment its stream ends (closed, cancelled or failed). Clients that close a
+stream and at once open the next with the same election id (the p4lang
+tutorials' PTF tests do, one connection per test) can be faster than the
+server reads the old stream's end; so a duplicate waits up to
+``duplicate_grace_s`` for the holder of its id to leave before it is refused.
 
 Two ways to choose the primary, differing only when controllers leave:
 
@@ -37,6 +42,7 @@ from emulator.targets.p4runtime.errors import (
 )
 
 MAX_CONTROLLERS_PER_ROLE = 16
+DUPLICATE_GRACE_S = 1.0
 Message = p4runtime_pb2.StreamMessageResponse
 
 
@@ -67,11 +73,14 @@ class _Role:
 class Arbitration:
     """Arbitration state of one device."""
 
-    def __init__(self, device_id: int, sticky: bool = False) -> None:
+    def __init__(self, device_id: int, sticky: bool = False,
+                 duplicate_grace_s: float = DUPLICATE_GRACE_S) -> None:
         self.device_id = device_id
         self.sticky = sticky
+        self.duplicate_grace_s = duplicate_grace_s
         self._roles: dict[str, _Role] = {}
         self._lock = threading.Lock()
+        self._left = threading.Condition(self._lock)  # notified when a controller leaves
 
     # ---- stream side ---------------------------------------------------------------
     def arbitrate(self, ctrl: Controller, update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
@@ -91,8 +100,10 @@ class Arbitration:
                 if role_name != ctrl.role:
                     raise failed_precondition("role differs from the stream's; open a new stream")
             state = self._roles.setdefault(role_name, _Role())
-            if eid is not None and any(c.election_id == eid for c in state.controllers
-                                       if c is not ctrl):
+            if eid is not None and not self._left.wait_for(
+                    lambda: not any(c.election_id == eid for c in state.controllers
+                                    if c is not ctrl),
+                    timeout=self.duplicate_grace_s):
                 raise invalid_argument("election id already used by another controller")
             if not ctrl.arbitrated and len(state.controllers) >= MAX_CONTROLLERS_PER_ROLE:
                 raise resource_exhausted("too many controllers for this role")
@@ -117,6 +128,7 @@ class Arbitration:
                 return
             before = self._primary(state)
             state.controllers.remove(ctrl)
+            self._left.notify_all()
             if before is ctrl:
                 self._notify_all(state)
 

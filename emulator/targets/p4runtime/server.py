@@ -17,7 +17,10 @@ empty forwarding state; ``RECONCILE_AND_COMMIT`` reads the current state
 entries, PRE entries, counters, configured meters, non-zero registers, value
 sets, digest configs) and replays it, by id, into the new pipeline before
 committing — all or nothing: if one entity does not fit, the answer is
-``INVALID_ARGUMENT`` naming it and the old config stays.
+``INVALID_ARGUMENT`` naming it and the old config stays. The device config
+may come bare or, as BMv2's controllers send it, as ``device_data`` of a
+``p4.tmp.P4DeviceConfig`` (:mod:`.p4config`); a config the loader refuses is
+``INVALID_ARGUMENT`` saying what it got and why.
 
 Writes, reads and config changes are serialised by one lock; the updates of
 a Write batch are applied inside one ``call_in_dataplane`` call, so packets
@@ -36,7 +39,7 @@ from typing import Callable, Iterator, TypeVar
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from emulator.targets.p4runtime import entities
+from emulator.targets.p4runtime import entities, p4config
 from emulator.targets.p4runtime.arbitration import Arbitration, Controller, election_id
 from emulator.targets.p4runtime.context import PipelineContext
 from emulator.targets.p4runtime.device import DeviceConfigLoader, DeviceHandle
@@ -202,7 +205,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self.arbitration.remove(ctrl)
                 out.put(_END)
 
-        context.add_callback(lambda: out.put(_END))
+        def ended() -> None:
+            # The RPC is over (closed, cancelled, deadline, server stop): its
+            # controller goes now, not when the reader thread notices.
+            self.arbitration.remove(ctrl)
+            out.put(_END)
+
+        context.add_callback(ended)
         threading.Thread(target=reader, name="p4rt-stream", daemon=True).start()
         while True:
             item = out.get()
@@ -322,10 +331,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._commit(ctx)
 
     def _build(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineContext:
+        # BMv2's controllers wrap the device config in a p4.tmp.P4DeviceConfig.
+        data, _wrapper = p4config.unwrap(config.p4_device_config)
         try:
-            pipeline = self.loader(config.p4info, config.p4_device_config)
+            pipeline = self.loader(config.p4info, data)
         except Exception as exc:  # noqa: BLE001 - any loader failure is the config's fault
-            raise invalid_argument(f"cannot load the device config: {exc}") from None
+            got = p4config.describe(config.p4_device_config)
+            raise invalid_argument(f"cannot load the device config: {exc}; got {got}") from None
         try:
             return PipelineContext(config, pipeline)
         except P4InfoError as exc:

@@ -66,11 +66,13 @@ class StreamClient:
             self.error = exc
         self._responses.put(None)
 
-    def send(self, request: p4runtime_pb2.StreamMessageRequest) -> None:
+    def send(self, request: p4runtime_pb2.StreamMessageRequest | None) -> None:
+        """Queue a request; None closes our side of the stream."""
         self._requests.put(request)
 
     def arbitrate(self, device_id: int = 1, election: tuple[int, int] | None = (0, 1),
-                  role: str | None = None) -> p4runtime_pb2.MasterArbitrationUpdate | None:
+                  role: str | None = None, timeout: float = 3.0
+                  ) -> p4runtime_pb2.MasterArbitrationUpdate | None:
         request = p4runtime_pb2.StreamMessageRequest()
         request.arbitration.device_id = device_id
         if election is not None:
@@ -78,7 +80,7 @@ class StreamClient:
         if role is not None:
             request.arbitration.role.name = role
         self.send(request)
-        response = self.get("arbitration")
+        response = self.get("arbitration", timeout)
         return None if response is None else response.arbitration
 
     def get(self, kind: str | None = None, timeout: float = 3.0):  # type: ignore[no-untyped-def]
@@ -108,12 +110,12 @@ class Switch:
     """FakeDevice + P4Runtime server + a client stub."""
 
     def __init__(self, device_id: int = 1, cpu_port: int | None = None,
-                 sticky: bool = False) -> None:
+                 sticky: bool = False, loader=load_device_config) -> None:  # type: ignore[no-untyped-def]
         self.device_id = device_id
         self.device = FakeDevice(cpu_port)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
         self.servicer = add_p4runtime_service(self.server, self.device, device_id,
-                                              load_device_config, cpu_port,
+                                              loader, cpu_port,
                                               sticky_election_id=sticky)
         port = self.server.add_insecure_port("127.0.0.1:0")
         self.address = f"127.0.0.1:{port}"
