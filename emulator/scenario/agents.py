@@ -149,6 +149,7 @@ def dcqcn_params(spec: DcqcnSpec, line_rate_bps: float,
         "rate_hai_bps": float(spec.rate_hai_bps),
         "min_rate_bps": float(min(spec.min_rate_bps, line_rate_bps)),
         "cnp_interval_us": spec.cnp_interval_ns / 1e3,
+        "clamp_target_rate": spec.clamp_target_rate,
     }
 
 

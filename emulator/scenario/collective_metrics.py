@@ -90,20 +90,20 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
     for step in sorted(step_end):
         if spec.kind == "kv-handoff":
             at = start_s + plan.request_at_ns[step] / 1e9
-            steps.append({"step": step, "end_s": round(step_end[step], 6),
-                          "time_s": round(step_end[step] - at, 6)})
+            steps.append({"step": step, "end_s": round(step_end[step], 9),
+                          "time_s": round(step_end[step] - at, 9)})
             continue
-        steps.append({"step": step, "end_s": round(step_end[step], 6),
-                      "time_s": round(step_end[step] - previous, 6)})
+        steps.append({"step": step, "end_s": round(step_end[step], 9),
+                      "time_s": round(step_end[step] - previous, 9)})
         previous = step_end[step]
     result: dict[str, Any] = {
         "id": spec.id, "kind": spec.kind, "ranks": plan.ranks, "size_bytes": spec.size_bytes,
         "placement": spec.placement, "channels": max(1, spec.channels), "chunks": spec.chunks,
         "pxn": spec.pxn, "flows": len(plan.flows), "ops": len(plan.ops),
         "ops_done": len(plan.ops) - missing, "local_hops": plan.local_hops,
-        "completed": completed, "start_s": round(start_s, 6),
-        "end_s": None if end_s is None else round(end_s, 6),
-        "time_s": None if time_s is None else round(time_s, 6),
+        "completed": completed, "start_s": round(start_s, 9),
+        "end_s": None if end_s is None else round(end_s, 9),
+        "time_s": None if time_s is None else round(time_s, 9),
         "algbw_bps": None if algbw is None else round(algbw, 1),
         "busbw_bps": None if algbw is None or factor is None
         else round(algbw * factor(plan.ranks), 1),
@@ -118,7 +118,7 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
 
 
 def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+    return None if value is None else round(value, 9)
 
 
 def collective_results(plans: Sequence[CollectivePlan], qps: Sequence[QpPlan],

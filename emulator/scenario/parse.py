@@ -202,7 +202,7 @@ def host_settings(ctx: Context, raw: Raw) -> HostSettings:
     given: dict[str, Any] = {}
     dcqcn = raw.get("dcqcn", {})
     path = ["hosts", "dcqcn"]
-    for key in ("enabled", "g", "fast_recovery_steps"):
+    for key in ("enabled", "g", "fast_recovery_steps", "clamp_target_rate"):
         if key in dcqcn:
             given[key] = dcqcn[key]
     for key in ("rate_ai", "rate_hai", "min_rate"):

@@ -147,7 +147,7 @@ def switch_results(counters: Mapping[int, Mapping[int, Mapping[str, int]]],
             slot["drops"] += q.get("tail_dropped", 0)
             # PFC frames are honoured below P4 on the built-in target: P4 never counts them
             slot["pfc_rx"] = max(slot["pfc_rx"], q.get("pfc_rx", 0))
-            slot["paused_s"] = round(float(q.get("paused_s", 0.0)), 6)
+            slot["paused_s"] = round(float(q.get("paused_s", 0.0)), 9)
             slot["max_qdepth"] = {"packets": q.get("max_depth_packets", 0),
                                   "bytes": q.get("max_depth_bytes", 0)}
     out: dict[str, Any] = {}
@@ -234,7 +234,7 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
             "op_emulated": "write" if flow.op == "read" else flow.op,
             "size_bytes": flow.size_bytes, "start_s": flow.start_ns / 1e9,
             "bytes": sent_bytes, "completed": bool(completed),
-            "fct_s": None if fct is None else round(fct, 6),
+            "fct_s": None if fct is None else round(fct, 9),
             "goodput_bps": round(goodput, 1), "retransmits": retrans,
             "cnp_received": cnp_rx, "cnp_sent": cnp_tx, "ce_received": ce_rx,
             "rate_cuts": cuts, "min_rate_bps": None if min_rate is None else round(min_rate, 1),
@@ -255,10 +255,10 @@ def host_results(stats: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any
             nics[nic["name"]] = {"tx_packets": c["tx_packets"], "tx_bytes": c["tx_bytes"],
                                  "rx_packets": c["rx_packets"], "rx_bytes": c["rx_bytes"],
                                  "pfc_rx": c["pfc_rx"], "pfc_tx": c.get("pfc_tx", 0),
-                                 "paused_s": round(sum(nic.get("paused_s", [])), 6)}
+                                 "paused_s": round(sum(nic.get("paused_s", [])), 9)}
         qps = [q["counters"] for q in snap.get("qps", [])]
         out[server] = {"nics": nics,
-                       "paused_s": round(sum(n["paused_s"] for n in nics.values()), 6),
+                       "paused_s": round(sum(n["paused_s"] for n in nics.values()), 9),
                        "cnp_sent": sum(q["cnps_sent"] for q in qps),
                        "cnp_received": sum(q["cnps_rx"] for q in qps),
                        "retransmits": sum(q["retransmit_packets"] for q in qps)}
@@ -302,8 +302,8 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
     hosts = host_results(agent_stats)
     slots = [s for _, _, _, s in _queue_slots(switches)]
     upper = {s.name for s in topo.switches if s.tier >= 2}
-    switch_paused = round(sum(s["paused_s"] or 0.0 for s in slots), 6)
-    host_paused = round(sum(h["paused_s"] for h in hosts.values()), 6)
+    switch_paused = round(sum(s["paused_s"] or 0.0 for s in slots), 9)
+    host_paused = round(sum(h["paused_s"] for h in hosts.values()), 9)
     completed = sum(f["completed"] for f in flow_rows)
     fcts = [f["fct_s"] for f in flow_rows if f["fct_s"] is not None]
     totals = {
@@ -317,7 +317,7 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
         "cnp_received": sum(f["cnp_received"] for f in flow_rows),
         "pfc_tx": sum(s["pfc_tx"] for s in slots),
         "pfc_rx": sum(s["pfc_rx"] for s in slots),
-        "paused_s": round(switch_paused + host_paused, 6),
+        "paused_s": round(switch_paused + host_paused, 9),
         "switch_paused_s": switch_paused, "host_paused_s": host_paused,
         "retransmits": sum(f["retransmits"] for f in flow_rows),
         "spine_bytes": sum(s["tx_bytes"] for name, _, _, s in _queue_slots(switches)
@@ -328,7 +328,7 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
     }
     results: dict[str, Any] = {
         "scenario": scenario.name, "target": target, "topology": counts(topo),
-        "duration_s": round(max(0.0, end_unix - start_unix), 6),
+        "duration_s": round(max(0.0, end_unix - start_unix), 9),
         "scheduled_duration_s": scenario.duration_s, "partial": partial,
         "started_unix": start_unix, "flows": flow_rows, "switches": switches,
         "hosts": hosts, "totals": totals, **(extra or {})}
@@ -339,7 +339,8 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
     results.update(links=links, ecmp=ecmp)
     totals.update(link_sums)
     results["time_scale"] = scenario.time_scale
-    to_dc(results, scenario.time_scale)  # *_dc_s, *_dc_bps twins when time-scaled
+    # *_dc_s, *_dc_bps twins when time-scaled (or simulated: then equal)
+    to_dc(results, scenario.time_scale, native=target == "sim")
     results["checks"] = evaluate_checks(scenario, results)
     return results
 
@@ -434,7 +435,7 @@ def queue_series_rows(series: Mapping[str, Mapping[str, Any] | None],
         offset = answer.get("unix_offset_s", 0.0) - start_unix
         for queue in answer.get("queues", []):
             for t, packets, nbytes, paused in queue["samples"]:
-                rows.append((name, queue["port"], queue["priority"], round(t + offset, 6),
+                rows.append((name, queue["port"], queue["priority"], round(t + offset, 9),
                              packets, nbytes, int(bool(paused))))
     return rows
 
@@ -447,7 +448,7 @@ def rate_rows(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | Non
     for plan in qps:
         qp = _qp_of(stats.get(plan.src_server), plan.qpn)
         for t, rc, rt, alpha in (qp or {}).get("rate_samples") or []:
-            rows.append((plan.flow, plan.qpn, round(t - start_unix, 6), round(rc, 1),
+            rows.append((plan.flow, plan.qpn, round(t - start_unix, 9), round(rc, 1),
                          round(rt, 1), round(alpha, 6)))
     return rows
 

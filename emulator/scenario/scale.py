@@ -230,12 +230,15 @@ def _add_dc(entry: MutableMapping[str, Any], names: tuple[str, ...], k: float) -
             entry[dc_name(name)] = dc_value(name, entry[name], k)
 
 
-def to_dc(results: MutableMapping[str, Any], k: float) -> MutableMapping[str, Any]:
+def to_dc(results: MutableMapping[str, Any], k: float, *,
+          native: bool = False) -> MutableMapping[str, Any]:
     """Add the data-centre twin of every :data:`DC_FIELDS` field present in
     ``results`` (in place; returned for convenience). Sections or fields
     that are absent are skipped, so it may run before or after a section
-    (``collectives``) is added; with k = 1 it adds nothing."""
-    if k == 1:
+    (``collectives``) is added; with k = 1 it adds nothing, unless the run
+    is ``native`` (virtual time: its figures are data-centre figures, and
+    the twins, equal to them, let one set of checks read either kind of run)."""
+    if k == 1 and not native:
         return results
     for section, names in DC_FIELDS.items():
         part = results if not section else results.get(section)

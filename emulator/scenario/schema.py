@@ -139,6 +139,7 @@ _DCQCN = _obj("a dcqcn mapping", {
     "byte_counter": _SIZE,
     "fast_recovery_steps": _int(1, 64),
     "cnp_interval": _DURATION,
+    "clamp_target_rate": _BOOL,
 }, example="{enabled: true, g: 0.00390625, rate_ai: 5Mbps}")
 _HOSTS = _obj("hosts", {"mtu": _SIZE, "dcqcn": _DCQCN}, example="{mtu: 1024B, dcqcn: {...}}")
 

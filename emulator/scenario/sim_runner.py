@@ -117,7 +117,6 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
         fabric.start()
         _apply_buffer_overrides(scenario, fabric)
         timings["fabric_up_s"] = round(time.perf_counter() - wall, 3)
-        capture_files = _start_captures(scenario, fabric, out)
         configs = build_agent_configs(scenario, flows, 0.0, qps, graph,
                                       dcqcn_time_scale=1.0)
         nodes = {}
@@ -128,6 +127,7 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
             gpus = [_gpu_of_intf(scenario, nic["name"]) for nic in cfg["nics"]]
             agent = Agent(parse_config(cfg), fabric.nic_backends(gpus), 0.0)
             nodes[server] = fabric.attach_agent(server, agent, gpus)
+        capture_files = _start_captures(scenario, fabric, out)  # NIC taps go on the agents
         _schedule_events(scenario, qps, flows, fabric, nodes, events_done, errors)
         timings["agents_ready_s"] = round(time.perf_counter() - wall, 3)
         try:

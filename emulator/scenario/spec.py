@@ -156,7 +156,10 @@ class DcqcnSpec:
     bytes sent per rate-increase step; ``fast_recovery_steps``: F;
     ``rate_ai_bps``/``rate_hai_bps``: additive/hyper increase;
     ``min_rate_bps``: floor of a cut; ``cnp_interval_ns``: the receiver sends at
-    most one CNP per flow per interval (min_time_between_cnps).
+    most one CNP per flow per interval (min_time_between_cnps);
+    ``clamp_target_rate``: set the target rate to the current one at every
+    cut, as the paper does (false, ConnectX's default: only when a
+    rate-increase timer stage passed since the previous cut).
     """
 
     enabled: bool = True
@@ -169,6 +172,7 @@ class DcqcnSpec:
     byte_counter_bytes: int = 10_000_000
     fast_recovery_steps: int = 5
     cnp_interval_ns: int = 50_000
+    clamp_target_rate: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -27,12 +27,23 @@ TOTAL_KEYS = ("drops", "ecn_marked", "cnp_sent", "pfc_tx", "pfc_rx", "paused_s",
               "max_link_util")
 
 
-def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value * 1e3:.1f}"
+class Units:
+    """How a run's times and rates read best: ms and Mb/s for emulated
+    runs, µs and Gb/s for short, fast ones (data-centre rates on sim)."""
 
+    def __init__(self, results: Mapping[str, Any]) -> None:
+        short = results.get("duration_s", 1.0) < 0.05
+        rates = [f.get("goodput_bps") or 0.0 for f in results.get("flows", ())]
+        rates += [c.get("busbw_bps") or 0.0 for c in results.get("collectives") or ()]
+        fast = max(rates, default=0.0) >= 5e9
+        self.time, self.time_k = ("µs", 1e6) if short else ("ms", 1e3)
+        self.rate, self.rate_k = ("Gb/s", 1e-9) if fast else ("Mb/s", 1e-6)
 
-def _mbps(value: float | None) -> str:
-    return "" if value is None else f"{value / 1e6:.2f}"
+    def t(self, value: float | None) -> str:
+        return "" if value is None else f"{value * self.time_k:.1f}"
+
+    def r(self, value: float | None) -> str:
+        return "" if value is None else f"{value * self.rate_k:.2f}"
 
 
 def summary(results: Mapping[str, Any]) -> Any:
@@ -41,7 +52,8 @@ def summary(results: Mapping[str, Any]) -> Any:
 
     parts: list[Any] = [flows_table(results), totals_table(results)]
     if results.get("collectives"):
-        parts.append(collectives_table(results["collectives"], results.get("time_scale", 1)))
+        parts.append(collectives_table(results["collectives"], results.get("time_scale", 1),
+                                       Units(results)))
     if results.get("checks"):
         parts.append(checks_table(results["checks"]))
     return Group(*parts)
@@ -61,24 +73,27 @@ def flows_table(results: Mapping[str, Any]) -> Any:
 
     k = results.get("time_scale", 1)
     dc = k != 1
+    u = Units(results)
     flows = results["flows"]
     shown = shown_flows(flows)
-    title = (f"{results['scenario']} ({results['target']}, {results['duration_s']:.2f} s"
+    clock = ", virtual time" if results.get("target") == "sim" else ""
+    title = (f"{results['scenario']} ({results['target']}{clock}, "
+             f"{u.t(results['duration_s'])} {u.time}"
              + (f" = {results['duration_dc_s'] * 1e6:.4g} µs in the data centre, "
                 f"time scale {k:g}" if dc else "")
              + f"{', PARTIAL' if results['partial'] else ''})")
     caption = (f"{len(shown)} of {len(flows)} flows: the incomplete, then the slowest; "
                "all in flows.csv" if len(shown) < len(flows) else None)
     table = Table(title=title, caption=caption)
-    columns = ["flow", "src→dst", "bytes", "FCT ms", "Mb/s"]
+    columns = ["flow", "src→dst", "bytes", f"FCT {u.time}", u.rate]
     columns += ["DC FCT µs", "DC Gb/s"] if dc else []
     for col in columns + ["retx", "CNPs"]:
         table.add_column(col, justify="left" if col in ("flow", "src→dst") else "right",
                          no_wrap=True)
     for f in shown:
         cells = [f["id"], f"{f['src']}→{f['dst']}", format_size(f["bytes"]),
-                 _ms(f["fct_s"]) if f["completed"] else "[red]not done[/]",
-                 _mbps(f["goodput_bps"])]
+                 u.t(f["fct_s"]) if f["completed"] else "[red]not done[/]",
+                 u.r(f["goodput_bps"])]
         if dc:
             cells += ["" if f.get("fct_dc_s") is None else f"{f['fct_dc_s'] * 1e6:.1f}",
                       f"{(f.get('goodput_dc_bps') or 0) / 1e9:.1f}"]
@@ -100,12 +115,14 @@ def totals_table(results: Mapping[str, Any]) -> Any:
     return table
 
 
-def collectives_table(collectives: Sequence[Mapping[str, Any]], time_scale: float = 1) -> Any:
+def collectives_table(collectives: Sequence[Mapping[str, Any]], time_scale: float = 1,
+                      units: Units | None = None) -> Any:
     """Time, algbw, busbw and kv-handoff latencies of each collective."""
     from rich.table import Table
 
+    u = units or Units({"collectives": collectives})
     dc = time_scale != 1
-    table = Table(title="collectives (times in ms, bandwidths in Mb/s"
+    table = Table(title=f"collectives (times in {u.time}, bandwidths in {u.rate}"
                         + (", DC: data-centre µs and Gb/s" if dc else "") + ")")
     columns = ["id", "kind", "ranks", "size", "time", "algbw", "busbw", "p50", "max"]
     columns += ["DC time", "DC busbw"] if dc else []
@@ -115,9 +132,9 @@ def collectives_table(collectives: Sequence[Mapping[str, Any]], time_scale: floa
     for c in collectives:
         cells = [c["id"], c["kind"] + (" PXN" if c.get("pxn") else ""), str(c["ranks"]),
                  format_size(c["size_bytes"]),
-                 _ms(c["time_s"]) if c["completed"] else "[red]not done[/]",
-                 _mbps(c["algbw_bps"]), _mbps(c["busbw_bps"]),
-                 _ms(c.get("latency_p50_s")), _ms(c.get("latency_max_s"))]
+                 u.t(c["time_s"]) if c["completed"] else "[red]not done[/]",
+                 u.r(c["algbw_bps"]), u.r(c["busbw_bps"]),
+                 u.t(c.get("latency_p50_s")), u.t(c.get("latency_max_s"))]
         if dc:
             time_dc, busbw_dc = c.get("time_dc_s"), c.get("busbw_dc_bps")
             cells += ["" if time_dc is None else f"{time_dc * 1e6:.1f}",

@@ -136,15 +136,19 @@ class PortEnd(_End):
 
 
 class NicEnd(_End):
-    """A NIC's end: the frame starts serialising now at the NIC's rate."""
+    """A NIC's end: the frame starts serialising now at the NIC's rate, or
+    when the frame before it has left (the wire is FIFO whatever the NIC's
+    pacer allows: a frame never overtakes a longer one sent before it)."""
 
-    __slots__ = ("s_per_byte", "overhead_bytes")
+    __slots__ = ("s_per_byte", "overhead_bytes", "free_at", "queued_s")
 
     def __init__(self, name: str, link: "Link", engine: Engine, rate_bps: float,
                  overhead_bytes: int = 0) -> None:
         super().__init__(name, link, engine)
         self.s_per_byte = 8.0 / rate_bps if rate_bps > 0 else 0.0
         self.overhead_bytes = overhead_bytes
+        self.free_at = 0.0      # when the wire finishes the last frame
+        self.queued_s = 0.0     # time frames waited for the wire (the NIC sent faster than its rate)
 
     def send(self, frame: bytes) -> bool:
         if not self.link.up:
@@ -155,8 +159,13 @@ class NicEnd(_End):
         now = self.engine.clock.now
         if self.pcap is not None:
             self.pcap.write(frame, round(now * 1e9))
-        self.engine.deliver(now + (n + self.overhead_bytes) * self.s_per_byte + self.link.delay_s,
-                            self, (self.link.epoch, frame))
+        start = self.free_at
+        if start < now:
+            start = now
+        else:
+            self.queued_s += start - now
+        end = self.free_at = start + (n + self.overhead_bytes) * self.s_per_byte
+        self.engine.deliver(end + self.link.delay_s, self, (self.link.epoch, frame))
         return True
 
     def capture(self, path: Path, clock: SimClock) -> None:

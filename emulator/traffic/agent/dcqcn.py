@@ -22,7 +22,14 @@ further event would leave them there) until the next CNP; α keeps decaying
 and is brought up to date in closed form when it is next looked at. Of
 the ConnectX knobs beyond the paper only one is here:
 ``rate_reduce_period_us`` (``rate_reduce_monitor_period``, at most one cut
-per period; default 0 = the paper's one cut per CNP).
+per period; default 0 = the paper's one cut per CNP) and
+``clamp_target_rate`` (ConnectX ``clamp_tgt_rate``): the paper sets Rt = Rc
+at every cut; ConnectX by default (and HPCC's ns-3 DCQCN) does so only when a
+rate-increase timer stage has passed since the previous cut, so CNPs that
+follow each other faster than the timer cut Rc again but keep Rt, and fast
+recovery climbs back to the rate before the burst of cuts instead of to the
+lowest one. ``clamp_target_rate`` false (the default) is ConnectX's; true
+is the paper's.
 
 **CNP gate** (:class:`CnpGate`, one per queue pair at the receiver): a CE
 -marked packet asks for a CNP; at most one is sent per ``cnp_interval_us``
@@ -78,13 +85,14 @@ class DcqcnParams:
     min_rate_bps: float = 400e6
     rate_reduce_period_us: float = 0.0
     cnp_interval_us: float = 50.0          # N, at the receiver
+    clamp_target_rate: bool = False        # Rt = Rc at every cut (the paper); see module doc
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "enabled":
+            if f.name in ("enabled", "clamp_target_rate"):
                 if not isinstance(value, bool):
-                    raise ValueError("dcqcn.enabled must be true or false")
+                    raise ValueError(f"dcqcn.{f.name} must be true or false")
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or math.isnan(value) or value < 0:
@@ -120,6 +128,7 @@ class DcqcnParams:
             min_rate_bps=min(line_rate_bps, self.min_rate_bps * rate_ratio),
             rate_reduce_period_s=self.rate_reduce_period_us * ts,
             cnp_interval_s=self.cnp_interval_us * ts,
+            clamp_target_rate=self.clamp_target_rate,
         )
 
 
@@ -139,6 +148,7 @@ class ScaledDcqcn:
     min_rate_bps: float
     rate_reduce_period_s: float
     cnp_interval_s: float
+    clamp_target_rate: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,7 +199,8 @@ class ReactionPoint:
             return False
         self.last_cut = now
         self.cuts += 1
-        self.rt_bps = self.rc_bps
+        if p.clamp_target_rate or self.t_cnt:
+            self.rt_bps = self.rc_bps
         self.rc_bps = max(p.min_rate_bps, self.rc_bps * (1 - self.alpha / 2))
         self.alpha = (1 - p.g) * self.alpha + p.g
         self.byte_count = 0.0

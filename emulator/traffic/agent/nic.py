@@ -9,7 +9,9 @@ eligible ones. A QP is eligible when it has data its window allows, its
 priority is not paused, and its own pacer (its DCQCN rate) is free. A
 priority paused by PFC holds its control frames and its QPs; the others go
 on. An idle line banks no credit: catching up after a late wake-up (up to
-``max_lag_us``) is allowed only while there was something to send. Frames
+``max_lag_us``) is allowed only while there was something to send, and a
+pause counts as idle (the line resumes from the pause's end, not from the
+last frame before it). Frames
 the socket refuses are counted (``tx_errors``) and lost, as on
 a wire; the line time is spent either way.
 
@@ -101,6 +103,10 @@ class Nic:
         if pause.mask:
             pause.expire(now)
         pacer = self.pacer
+        if pacer.free_at < pause.resumed_at:
+            # The line sent nothing while paused: no credit from before the
+            # pause for a burst after it (the frames would leave at once).
+            pacer.free_at = pause.resumed_at
         sent = 0
         while pacer.free_at <= now:
             eligible = self._ctrl_mask & ~pause.mask

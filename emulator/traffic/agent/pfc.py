@@ -33,7 +33,7 @@ class PauseState:
 
     __slots__ = ("line_rate_bps", "honoured_mask", "mask", "until", "since", "paused_s",
                  "pauses", "resumes", "frames", "intervals", "max_intervals",
-                 "intervals_dropped")
+                 "intervals_dropped", "resumed_at")
 
     def __init__(self, line_rate_bps: float, honoured: tuple[int, ...] = tuple(range(8)),
                  max_intervals: int = MAX_PAUSE_INTERVALS) -> None:
@@ -44,6 +44,7 @@ class PauseState:
                 raise ValueError(f"PFC priority {priority} is not in 0..7")
             self.honoured_mask |= 1 << priority
         self.mask = 0
+        self.resumed_at = -math.inf  # when the latest pause ended (any priority)
         self.until = [0.0] * NUM_PRIORITIES
         self.since = [0.0] * NUM_PRIORITIES
         self.paused_s = [0.0] * NUM_PRIORITIES
@@ -110,6 +111,8 @@ class PauseState:
             since = self.since[priority]
             end = max(at, since)
             self.paused_s[priority] += end - since
+            if end > self.resumed_at:
+                self.resumed_at = end
             if len(self.intervals) < self.max_intervals:
                 self.intervals.append((priority, since, end))
             else:

@@ -1,0 +1,216 @@
+"""Physics of the virtual-time target: what a fabric of fabric.p4 switches
+and NIC agents must show when nothing but the fabric sets the timing.
+
+Every figure here comes from the sim clock, so tolerances are those of the
+model, not of a loaded machine: a lone flow's completion time is checked
+against the frame arithmetic to 0.5 % (the issue asks for 2 %), a PFC pause
+against 512 bit times per quantum to 1 %.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from emulator.control.fabric_plan import FabricSettings
+from emulator.sim.engine import Engine
+from emulator.sim.fabric import SimFabric
+from emulator.topology import build_topology, spec_from_dict
+from emulator.traffic.layers.pfc import pfc_frame
+
+from sim_kit import ACK_BYTES, run, scenario, topology, write_wire_bytes
+
+
+def test_lone_flow_runs_at_line_rate_on_a_multi_hop_path(tmp_path: Path) -> None:
+    """Cross-rail (leaf, spine, leaf): no mark, CNP or pause, and the FCT is
+    the serialisation of every frame at 100 Gb/s, the path's propagation and
+    store-and-forward of the last frame at three switches, and the ACK's
+    way back."""
+    rate, delay, size = 100e9, 1e-6, 8_000_000
+    data = scenario("lone", topology(2, 2, rate="100Gbps", delay="1us"),
+                    {"flows": [{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu1",
+                                "size": "8MB", "start": "0s"}]}, duration="2ms")
+    results = run(data, tmp_path)
+    flow = results["flows"][0]
+    totals = results["totals"]
+    assert flow["completed"] and flow["retransmits"] == 0
+    assert totals["ecn_marked"] == totals["cnp_sent"] == totals["pfc_tx"] == 0
+    assert totals["paused_s"] == 0 and totals["drops"] == 0
+    wire, last = write_wire_bytes(size)
+    links = 4
+    expected = (wire * 8 / rate + links * delay + (links - 1) * last * 8 / rate
+                + links * (delay + ACK_BYTES * 8 / rate))
+    assert flow["fct_s"] == pytest.approx(expected, rel=0.005)
+    # goodput: line rate less the headers of every frame
+    assert flow["goodput_bps"] == pytest.approx(size * 8 / expected, rel=0.005)
+    assert flow["goodput_bps"] == pytest.approx(rate * size / wire, rel=0.02)
+    assert results["target"] == "sim" and results["time_scale"] == 1
+    assert results["sim"]["hops"] > 4 * wire / 1100
+
+
+@pytest.fixture
+def one_leaf(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Three servers on one 10 Gb/s leaf, programmed, no agents."""
+    topo = build_topology(spec_from_dict(topology(3, 1, rate="10Gbps", delay="1us"), "<t>"))
+    engine = Engine()
+    fabric = SimFabric(topo, engine, settings=FabricSettings(), workdir=tmp_path,
+                       buffer_bytes=1_000_000)
+    fabric.start()
+    yield topo, engine, fabric
+    fabric.stop()
+
+
+def _data_frame(topo, src: str, dst: str, payload: int = 1000) -> bytes:  # type: ignore[no-untyped-def]
+    a, b = topo.gpu(src), topo.gpu(dst)
+    return bytes(Ether(src=a.mac, dst=a.gateway_mac)
+                 / IP(src=a.ip, dst=b.ip, tos=26 << 2 | 0b10, ttl=64)
+                 / UDP(sport=0xC000, dport=4791) / Raw(b"\x00" * payload))
+
+
+def test_pfc_pause_holds_a_queue_for_quanta_times_512_bit_times(one_leaf) -> None:  # type: ignore[no-untyped-def]
+    """An XOFF of Q quanta from the receiver's NIC stops the leaf's queue to
+    it for Q x 512 bit times at 10 Gb/s: nothing arrives in between, and the
+    first frame after the pause starts the moment it ends."""
+    topo, engine, fabric = one_leaf
+    rate, delay, quanta = 10e9, 1e-6, 2000
+    leaf = topo.gpu("srv1/gpu0").switch
+    port = topo.gpu("srv1/gpu0").switch_port
+    arrivals: list[float] = []
+    end = fabric.port_ends[(leaf, port)]
+    end.peer_receive = lambda frame, now: arrivals.append(now) if frame[12:14] == b"\x08\x00" \
+        else None
+    frame = _data_frame(topo, "srv0/gpu0", "srv1/gpu0")
+    sender = fabric.nic_ends["srv0/gpu0"]
+    for _ in range(400):  # back to back at line rate: 0.32 ms of traffic
+        sender.send(frame)
+    xoff_at = 100e-6
+    xoff = bytes(pfc_frame(topo.gpu("srv1/gpu0").mac, {3: quanta}))
+    engine.call_at(xoff_at, lambda now: fabric.nic_ends["srv1/gpu0"].send(xoff))
+    engine.run(0.01)
+    assert len(arrivals) == 400  # lossless: the queue held them
+    pause_s = quanta * 512 / rate
+    xoff_lands = xoff_at + len(xoff) * 8 / rate + delay
+    gaps = [(b - a, a, b) for a, b in zip(arrivals, arrivals[1:])]
+    gap, before, after = max(gaps)
+    frame_s = len(frame) * 8 / rate
+    assert before <= xoff_lands + frame_s + delay  # the frame on the wire finishes, no more
+    resumed = after - frame_s - delay   # when the first frame after the pause started
+    assert resumed - xoff_lands == pytest.approx(pause_s, rel=0.01)
+    stats = fabric.switches[leaf].port_stats([port])["ports"][0]["queues"][3]
+    assert stats["paused_s"] == pytest.approx(pause_s, rel=0.01)
+    assert stats["tail_dropped"] == 0
+
+
+def test_xon_ends_a_pause_early(one_leaf) -> None:  # type: ignore[no-untyped-def]
+    topo, engine, fabric = one_leaf
+    rate = 10e9
+    leaf = topo.gpu("srv1/gpu0").switch
+    port = topo.gpu("srv1/gpu0").switch_port
+    arrivals: list[float] = []
+    fabric.port_ends[(leaf, port)].peer_receive = lambda frame, now: arrivals.append(now)
+    frame = _data_frame(topo, "srv0/gpu0", "srv1/gpu0")
+    for _ in range(200):
+        fabric.nic_ends["srv0/gpu0"].send(frame)
+    nic = fabric.nic_ends["srv1/gpu0"]
+    mac = topo.gpu("srv1/gpu0").mac
+    engine.call_at(20e-6, lambda now: nic.send(bytes(pfc_frame(mac, {3: 0xFFFF}))))
+    engine.call_at(60e-6, lambda now: nic.send(bytes(pfc_frame(mac, {3: 0}))))
+    engine.run(0.01)
+    gap = max(b - a for a, b in zip(arrivals, arrivals[1:]))
+    assert 39e-6 < gap < 41e-6 + 2 * len(frame) * 8 / rate  # XON at 60 us, not 0xFFFF quanta
+    assert len(arrivals) == 200
+
+
+def test_pfc_keeps_an_incast_lossless(tmp_path: Path) -> None:
+    """4-to-1 at 100 Gb/s without ECN: the leaf pauses the senders (XOFF
+    then XON to each), every flow completes, nothing drops. Buffer: XOFF
+    plus 3 x rate x one-way delay of headroom for each of the 4 ingress
+    ports, as HPCC sizes it."""
+    n, rate, delay = 4, 100e9, 1e-6
+    xoff = 100_000
+    headroom = 3 * rate / 8 * delay
+    data = scenario("pfc", topology(n + 1, 1, rate="100Gbps", delay="1us"),
+                    {"generators": [{"kind": "incast", "id": "in", "senders": ["srv[0-3]/gpu0"],
+                                     "receiver": "srv4/gpu0", "size": "2MB", "start": "0s"}]},
+                    duration="2ms",
+                    switches={"buffer": f"{int(n * (xoff + headroom) * 1.1)}B",
+                              "ecn": {"enabled": False},
+                              "pfc": {"enabled": True, "xoff": f"{xoff}B", "xon": "50KB"}},
+                    hosts={"dcqcn": {"enabled": False}},
+                    capture={"ports": ["srv0/gpu0"], "max_packets": 100000})
+    results = run(data, tmp_path)
+    totals = results["totals"]
+    assert totals["flows_incomplete"] == 0 and totals["drops"] == 0
+    assert totals["pfc_tx"] > 0 and totals["host_paused_s"] > 0
+    from emulator.measure.inspect import read_pcap_frames
+    from emulator.traffic.layers.pfc import pfc_pause_quanta
+    pauses = [pfc_pause_quanta(frame).get(3) for _, frame in
+              read_pcap_frames(tmp_path / "pcaps" / "srv0-gpu0.pcap")
+              if frame[12:14] == b"\x88\x08"]
+    assert pauses and pauses[0] > 0 and 0 in pauses  # XOFF first, then an XON
+    # the four flows share the port: together they finish when 8 MB at line rate would
+    wire, _ = write_wire_bytes(2_000_000)
+    assert totals["max_fct_s"] == pytest.approx(n * wire * 8 / rate, rel=0.05)
+
+
+def test_rail_aligned_all_reduce_stays_off_the_spines(tmp_path: Path) -> None:
+    """A lone ring at 100 Gb/s: zero spine bytes, busbw = the line's payload
+    rate within 5 % (nccl-tests' busbw already carries the 2(n-1)/n); the
+    same ring placed rail-unaware crosses the spines."""
+    topo = topology(4, 2, rate="100Gbps", delay="1us", spines=2)
+
+    def ring(placement: str, duration: str) -> dict:  # type: ignore[type-arg]
+        return scenario(f"ar-{placement}", topo, {"collectives": [
+            {"kind": "all-reduce", "id": "ar", "servers": ["srv[0-3]"],
+             "placement": placement, "size": "16MB"}]}, duration=duration,
+            switches={"buffer": "4MB"})
+
+    aligned = run(ring("rail-aligned", "5ms"), tmp_path / "aligned")
+    ar = aligned["collectives"][0]
+    assert ar["completed"] and aligned["totals"]["spine_bytes"] == 0
+    payload_rate = 100e9 * 1024 / (1024 + 58)
+    assert ar["busbw_bps"] == pytest.approx(payload_rate, rel=0.05)
+    # cross-rail hops collide on the spines (one QP each): slower, given time
+    crossed = run(ring("rail-unaware", "20ms"), tmp_path / "crossed")
+    assert crossed["collectives"][0]["completed"]
+    assert crossed["totals"]["spine_bytes"] > 16_000_000
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_dcqcn_incast_is_lossless_and_keeps_the_port_busy(tmp_path: Path, n: int) -> None:
+    """N-to-1 at 100 Gb/s, DCQCN with the paper's parameters as incast-dc
+    writes them, scaled from 400 to 100 Gb/s (Kmin/Kmax 12.5/100 KB, Pmax
+    0.2, AI 100 Mb/s, timers 55 us, N 50 us), 16 MB per sender, PFC on:
+    lossless, every sender cut, the bottleneck busy most of the time and
+    the shares close (see the bounds: what DCQCN with g = 1/256 reaches
+    before α has converged)."""
+    size = 16_000_000
+    data = scenario(f"incast{n}", topology(n + 1, 1, rate="100Gbps", delay="1us"),
+                    {"generators": [{"kind": "incast", "id": "in",
+                                     "senders": [f"srv[0-{n - 1}]/gpu0"],
+                                     "receiver": f"srv{n}/gpu0", "size": "16MB",
+                                     "start": "0s"}]},
+                    duration=f"{2 * n + 4}ms",
+                    switches={"buffer": "2MB",
+                              "ecn": {"enabled": True, "kmin": "12500B", "kmax": "100KB",
+                                      "pmax": 0.2},
+                              "pfc": {"enabled": True, "xoff": "50KB", "xon": "37500B"}},
+                    hosts={"dcqcn": {"enabled": True, "g": 0.00390625, "rate_ai": "100Mbps",
+                                     "rate_hai": "1Gbps", "min_rate": "1Gbps", "timer": "55us",
+                                     "alpha_timer": "55us", "byte_counter": "10MB",
+                                     "fast_recovery_steps": 5, "cnp_interval": "50us"}})
+    results = run(data, tmp_path)
+    totals = results["totals"]
+    assert totals["flows_incomplete"] == 0 and totals["drops"] == 0
+    assert all(f["rate_cuts"] > 0 for f in results["flows"])
+    wire, _ = write_wire_bytes(size)
+    busy = n * wire * 8 / 100e9 / totals["max_fct_s"]
+    assert busy >= 0.75
+    assert totals["goodput_spread"] <= 0.3
+    queue = max(s["max_qdepth"]["bytes"] for s in results["switches"][f"leaf-r0-0"][str(n + 1)]
+                .values())
+    assert queue <= 2_000_000
