@@ -27,6 +27,7 @@ bench: setup
 	$(BIN)/python benchmarks/p4_executor.py
 	$(BIN)/python benchmarks/switch_pps.py --target $(TARGET) --seconds 5
 	$(BIN)/python benchmarks/fabric_up.py
+	$(BIN)/python benchmarks/sim_speed.py
 
 clean:
 	-$(BIN)/aifabric clean

@@ -1,6 +1,8 @@
-"""``aifabric run SCENARIO``: run a scenario end to end (root) and write its
+"""``aifabric run SCENARIO``: run a scenario end to end and write its
 results: build the fabric, program it, run the traffic for the scenario's
-duration, collect counters and tear down.
+duration, collect counters and tear down. Live targets (``builtin``,
+``bmv2``) need root; ``--target sim`` runs it on the virtual clock in this
+process, without root.
 
 Results go to ``--out`` (default ``results/<scenario>-<timestamp>/``):
 ``results.json``, ``flows.csv``, ``ports.csv``, the agents' configs and
@@ -20,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run a scenario and write its results",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("scenario", metavar="SCENARIO", help="scenario file (scenarios/*.yaml)")
-    p.add_argument("--target", choices=TARGETS, help="switch target instead of the file's")
+    p.add_argument("--target", choices=TARGETS, help="target instead of the file's: builtin, bmv2 (live) or sim (virtual time)")
     p.add_argument("--out", help="results directory (default results/<name>-<timestamp>/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

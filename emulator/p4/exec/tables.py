@@ -21,6 +21,9 @@ from typing import Callable, Sequence
 from emulator.p4.errors import RuntimeConfigError
 from emulator.p4.exec.externs import MeterCell, pack_bits
 
+# Keys remembered per scanned table before the memo starts over.
+MEMO_ENTRIES = 4096
+
 ActionFn = Callable[..., object]
 
 
@@ -156,6 +159,10 @@ class Table:
         self._by_prefix: dict[int, dict[tuple, Entry]] = {}
         self._prefixes: list[int] = []
         self._scan: list[Entry] = []
+        # Scanned (ternary, range, optional) lookups by key: the same few keys
+        # (port, priority, DSCP) come back packet after packet. Emptied by
+        # every change of the entries or the default.
+        self._memo: dict[tuple, Entry] = {}
         self.needs_priority = not self._exact and self._lpm_index < 0
 
     # ---- control-plane side ---------------------------------------------------
@@ -256,8 +263,10 @@ class Table:
     def set_default(self, entry: Entry) -> None:
         entry.hit = False
         self.default = entry
+        self._memo.clear()
 
     def _rebuild(self) -> None:
+        self._memo.clear()
         if self._exact:
             return
         if self._lpm_index >= 0:
@@ -287,10 +296,19 @@ class Table:
                 if e is not None:
                     return e
             return self.default
+        memo = self._memo
+        found = memo.get(key)
+        if found is not None:
+            return found
+        found = self.default
         for e in self._scan:
             if _matches(self.keys, e.key, key):
-                return e
-        return self.default
+                found = e
+                break
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[key] = found
+        return found
 
 
 def _canonical(table: str, spec: KeySpec, value: object) -> object:

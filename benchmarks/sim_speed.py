@@ -1,0 +1,122 @@
+"""Speed of the virtual-time target (``--target sim``): simulated link hops
+per wall second, and wall time against fabric size for the same load per
+GPU. Prints figures, not a verdict:
+
+    python benchmarks/sim_speed.py [--sizes 16,64,128] [--bytes-per-gpu 256KB] [--json]
+
+Load: every GPU writes ``--bytes-per-gpu`` to the GPU of the same index on
+the next server (a rail-aligned ring shift: one leaf hop each, every host
+link busy in both directions), all at once, on rail-optimized fabrics of
+100 Gb/s links (16 GPUs: 4 servers x 4; 64: 8 x 8; 128: 16 x 8; 2/4/4
+spines), DCQCN and PFC at their defaults. A "hop" is a frame delivered at
+the far end of a link; a data packet of this load takes two (NIC to leaf,
+leaf to NIC), through one switch pipeline.
+
+The ceiling: fabric.p4 on the executor alone, microseconds per RoCE
+packet through a programmed leaf (ingress, egress, deparser), the same
+switch the engine drives; 1 / that is the most switch passes a second one
+core can make, so about twice as many hops on this load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from emulator.scenario.loader import scenario_from_dict  # noqa: E402
+from emulator.scenario.sim_runner import run_sim  # noqa: E402
+from emulator.scenario.units import parse_size_bytes  # noqa: E402
+
+SHAPES = {16: (4, 4, 2), 64: (8, 8, 4), 128: (16, 8, 4)}
+
+
+def ring_shift(gpus: int, size: str) -> dict:  # type: ignore[type-arg]
+    servers, per_server, spines = SHAPES[gpus]
+    flows = [{"id": f"s{s}g{g}", "src": f"srv{s}/gpu{g}", "dst": f"srv{(s + 1) % servers}/gpu{g}",
+              "size": size, "start": "0s"}
+             for s in range(servers) for g in range(per_server)]
+    return {"name": f"bench-{gpus}", "target": "sim", "duration": "20ms", "seed": 1,
+            "topology": {"name": f"bench-{gpus}", "kind": "rail-optimized", "servers": servers,
+                         "gpus_per_server": per_server, "servers_per_leaf": servers,
+                         "spines": spines, "host_link": {"rate": "100Gbps", "delay": "1us"},
+                         "fabric_link": {"rate": "100Gbps", "delay": "1us"}},
+            "switches": {"buffer": "2MB"}, "workload": {"flows": flows}}
+
+
+def executor_us_per_packet(packets: int = 20_000) -> float:
+    """fabric.p4 through a programmed sim leaf, one RoCE WRITE frame."""
+    from emulator.sim.engine import Engine
+    from emulator.sim.fabric import SimFabric
+    from emulator.topology import build_topology, spec_from_dict
+    from emulator.traffic.layers.opcodes import RC_RDMA_WRITE_MIDDLE
+    from emulator.traffic.roce import RoceFlow
+
+    topo = build_topology(spec_from_dict(ring_shift(16, "1KB")["topology"], "<bench>"))
+    with tempfile.TemporaryDirectory() as tmp:
+        fabric = SimFabric(topo, Engine(), workdir=Path(tmp))
+        fabric.start()
+        a, b = topo.gpu("srv0/gpu0"), topo.gpu("srv1/gpu0")
+        flow = RoceFlow(a.mac, a.gateway_mac, a.ip, b.ip, 0xC001)
+        frame = flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * 1024)
+        pipe = fabric.switches[a.switch].dataplane.pipeline
+        port = a.switch_port
+        start = time.perf_counter()
+        for _ in range(packets):
+            pipe.process(port, frame)
+        elapsed = time.perf_counter() - start
+        fabric.stop()
+    return elapsed / packets * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="16,64,128", help="GPU counts (16, 64, 128)")
+    parser.add_argument("--bytes-per-gpu", default="256KB")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for gpus in (int(x) for x in args.sizes.split(",")):
+        data = ring_shift(gpus, args.bytes_per_gpu)
+        with tempfile.TemporaryDirectory() as tmp:
+            wall = time.perf_counter()
+            results = run_sim(scenario_from_dict(data, f"<bench-{gpus}>"), Path(tmp),
+                              progress=False)
+            total = time.perf_counter() - wall
+        sim = results["sim"]
+        rows.append({"gpus": gpus, "switches": results["topology"]["switches"],
+                     "flows_completed": results["totals"]["flows_completed"],
+                     "payload_bytes": gpus * parse_size_bytes(args.bytes_per_gpu),
+                     "simulated_s": sim["simulated_s"], "max_fct_s": results["totals"]["max_fct_s"],
+                     "events": sim["events"], "hops": sim["hops"], "engine_wall_s": sim["wall_s"],
+                     "total_wall_s": round(total, 2), "hops_per_wall_s": sim["hops_per_wall_s"],
+                     "events_per_wall_s": sim["events_per_wall_s"]})
+    us = executor_us_per_packet()
+    out = {"clock": "virtual (sim)", "load": f"ring shift, {args.bytes_per_gpu} per GPU, 100 Gb/s",
+           "runs": rows, "executor_us_per_packet_fabric_p4": round(us, 2),
+           "executor_ceiling_switch_passes_per_s": round(1e6 / us)}
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"virtual-time target, {out['load']}")
+    print(f"{'GPUs':>5} {'switches':>8} {'done':>5} {'hops':>8} {'events':>8} {'engine s':>9} "
+          f"{'total s':>8} {'hops/s':>8} {'wall per hop vs first':>21}")
+    base = rows[0]["engine_wall_s"] / max(rows[0]["hops"], 1) if rows else 0
+    for r in rows:
+        per_hop = r["engine_wall_s"] / max(r["hops"], 1)
+        print(f"{r['gpus']:>5} {r['switches']:>8} {r['flows_completed']:>5} {r['hops']:>8} "
+              f"{r['events']:>8} {r['engine_wall_s']:>9.2f} {r['total_wall_s']:>8.2f} "
+              f"{r['hops_per_wall_s']:>8} {per_hop / base if base else 0:>21.2f}")
+    print(f"fabric.p4 on the executor: {us:.1f} us per packet "
+          f"(ceiling {1e6 / us:,.0f} switch passes/s on one core)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
