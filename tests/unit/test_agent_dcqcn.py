@@ -48,7 +48,7 @@ def test_scaling_of_the_defaults():
 
 
 def test_cnp_cuts_the_rate_by_alpha_over_two_and_raises_alpha():
-    r = rp()
+    r = rp(clamp_target_rate=True)  # the paper: Rt = Rc at every cut
     assert r.rc_bps == LINE and r.alpha == 1.0 and r.next_event() == math.inf
     assert r.on_cnp(0.0)
     assert r.rt_bps == LINE and r.rc_bps == pytest.approx(LINE / 2)
@@ -59,6 +59,18 @@ def test_cnp_cuts_the_rate_by_alpha_over_two_and_raises_alpha():
     assert r.rc_bps == pytest.approx(LINE / 2 * (1 - 0.25))
     assert r.alpha == pytest.approx((1 - G) * 0.5 + G)
     assert r.cuts == 2 and [s[1] for s in r.samples] == [LINE, LINE / 2, LINE * 0.375]
+
+
+def test_without_clamp_cuts_faster_than_the_timer_keep_the_target():
+    """ConnectX's default (clamp_tgt_rate off): Rt follows Rc only when a
+    rate-increase timer stage passed since the previous cut."""
+    r = rp()
+    r.on_cnp(0.0)
+    r.on_cnp(10e-6)                                 # no timer stage in between
+    assert r.rt_bps == LINE and r.rc_bps == pytest.approx(LINE / 4)
+    r.on_cnp(1.5e-3)                                # one 1 ms timer stage since: clamp
+    assert r.t_cnt == 0 and r.rt_bps < LINE
+    assert r.rt_bps == pytest.approx(r.samples[-2][1])  # the Rc the cut started from
 
 
 def test_alpha_decays_every_k_without_cnp():

@@ -67,6 +67,22 @@ def test_a_pause_frame_stops_the_priority_for_its_quanta():
     assert snap["paused_s"][3] == pytest.approx(0.1024) and snap["pfc_pauses"][3] == 1
 
 
+def test_the_line_resumes_paced_after_a_pause():
+    """A paused line banks no credit: after the pause the frames leave one
+    frame time apart, not as a burst catching up the paused time."""
+    quanta = 200                                   # 10.24 ms at 10 Mb/s
+    net = pair(a=long_write())
+    net.inject("a", "eth0", pfc({3: quanta}), at=0.05)
+    net.run(0.3)
+    sent = [(t, view) for t, view in data_frames(net)]
+    after = [t for t, _ in sent if t > 0.05]
+    frame_s = (1024 + 58) * 8 / RATE
+    first = after[0]
+    assert first == pytest.approx(0.05 + quanta * QUANTUM_S)
+    gaps = [b - a for a, b in zip(after, after[1:10])]
+    assert min(gaps) >= frame_s * 0.99             # paced from the resume on
+
+
 def test_zero_quanta_resume_at_once():
     net = pair(a=long_write())
     net.inject("a", "eth0", pfc({3: 65535}), at=0.05)
