@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 from emulator.scenario.agents import QpPlan
 from emulator.scenario.collectives import BUSBW_FACTOR, CollectivePlan
+from emulator.scenario.results import time_digits
 
 
 def arrivals(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None],
@@ -60,6 +61,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
                       start_unix: float) -> dict[str, Any]:
+    d = time_digits(start_unix)
     spec = plan.spec
     start_s = spec.start_ns / 1e9
     step_end: dict[int, float] = {}
@@ -90,20 +92,20 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
     for step in sorted(step_end):
         if spec.kind == "kv-handoff":
             at = start_s + plan.request_at_ns[step] / 1e9
-            steps.append({"step": step, "end_s": round(step_end[step], 9),
-                          "time_s": round(step_end[step] - at, 9)})
+            steps.append({"step": step, "end_s": round(step_end[step], d),
+                          "time_s": round(step_end[step] - at, d)})
             continue
-        steps.append({"step": step, "end_s": round(step_end[step], 9),
-                      "time_s": round(step_end[step] - previous, 9)})
+        steps.append({"step": step, "end_s": round(step_end[step], d),
+                      "time_s": round(step_end[step] - previous, d)})
         previous = step_end[step]
     result: dict[str, Any] = {
         "id": spec.id, "kind": spec.kind, "ranks": plan.ranks, "size_bytes": spec.size_bytes,
         "placement": spec.placement, "channels": max(1, spec.channels), "chunks": spec.chunks,
         "pxn": spec.pxn, "flows": len(plan.flows), "ops": len(plan.ops),
         "ops_done": len(plan.ops) - missing, "local_hops": plan.local_hops,
-        "completed": completed, "start_s": round(start_s, 9),
-        "end_s": None if end_s is None else round(end_s, 9),
-        "time_s": None if time_s is None else round(time_s, 9),
+        "completed": completed, "start_s": round(start_s, d),
+        "end_s": None if end_s is None else round(end_s, d),
+        "time_s": None if time_s is None else round(time_s, d),
         "algbw_bps": None if algbw is None else round(algbw, 1),
         "busbw_bps": None if algbw is None or factor is None
         else round(algbw * factor(plan.ranks), 1),
@@ -111,14 +113,14 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
     }
     if spec.kind == "kv-handoff":
         result.update(requests=spec.requests,
-                      latency_p50_s=_round(_percentile(latencies, 0.5)),
-                      latency_p99_s=_round(_percentile(latencies, 0.99)),
-                      latency_max_s=_round(max(latencies) if latencies else None))
+                      latency_p50_s=_round(_percentile(latencies, 0.5), d),
+                      latency_p99_s=_round(_percentile(latencies, 0.99), d),
+                      latency_max_s=_round(max(latencies) if latencies else None, d))
     return result
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 9)
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def collective_results(plans: Sequence[CollectivePlan], qps: Sequence[QpPlan],

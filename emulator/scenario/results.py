@@ -101,6 +101,13 @@ class ResultsInvariantError(AssertionError):
 
 # -- switches --------------------------------------------------------------------------
 
+def time_digits(origin_unix: float | None) -> int:
+    """Decimals a time measured from ``origin_unix`` is good to: ns on the
+    virtual clock (times from 0), µs for differences of Unix times (a double
+    at 1.7e9 s resolves 0.2 µs)."""
+    return 9 if origin_unix is None or abs(origin_unix) < 1e6 else 6
+
+
 def counter_delta(after: Mapping[int, Mapping[int, Mapping[str, int]]],
                   before: Mapping[int, Mapping[int, Mapping[str, int]]] | None
                   ) -> dict[int, dict[int, dict[str, int]]]:
@@ -179,6 +186,7 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
                  stats: Mapping[str, Mapping[str, Any] | None], end_unix: float,
                  start_unix: float | None = None) -> list[dict[str, Any]]:
     """One row per flow (see the module docstring for the definitions)."""
+    digits = time_digits(start_unix)
     by_flow: dict[str, list[QpPlan]] = {}
     for qp in qps:
         by_flow.setdefault(qp.flow, []).append(qp)
@@ -234,7 +242,7 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
             "op_emulated": "write" if flow.op == "read" else flow.op,
             "size_bytes": flow.size_bytes, "start_s": flow.start_ns / 1e9,
             "bytes": sent_bytes, "completed": bool(completed),
-            "fct_s": None if fct is None else round(fct, 9),
+            "fct_s": None if fct is None else round(fct, digits),
             "goodput_bps": round(goodput, 1), "retransmits": retrans,
             "cnp_received": cnp_rx, "cnp_sent": cnp_tx, "ce_received": ce_rx,
             "rate_cuts": cuts, "min_rate_bps": None if min_rate is None else round(min_rate, 1),
@@ -328,7 +336,7 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
     }
     results: dict[str, Any] = {
         "scenario": scenario.name, "target": target, "topology": counts(topo),
-        "duration_s": round(max(0.0, end_unix - start_unix), 9),
+        "duration_s": round(max(0.0, end_unix - start_unix), time_digits(start_unix)),
         "scheduled_duration_s": scenario.duration_s, "partial": partial,
         "started_unix": start_unix, "flows": flow_rows, "switches": switches,
         "hosts": hosts, "totals": totals, **(extra or {})}
@@ -435,7 +443,7 @@ def queue_series_rows(series: Mapping[str, Mapping[str, Any] | None],
         offset = answer.get("unix_offset_s", 0.0) - start_unix
         for queue in answer.get("queues", []):
             for t, packets, nbytes, paused in queue["samples"]:
-                rows.append((name, queue["port"], queue["priority"], round(t + offset, 9),
+                rows.append((name, queue["port"], queue["priority"], round(t + offset, time_digits(start_unix)),
                              packets, nbytes, int(bool(paused))))
     return rows
 
@@ -448,7 +456,7 @@ def rate_rows(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | Non
     for plan in qps:
         qp = _qp_of(stats.get(plan.src_server), plan.qpn)
         for t, rc, rt, alpha in (qp or {}).get("rate_samples") or []:
-            rows.append((plan.flow, plan.qpn, round(t - start_unix, 9), round(rc, 1),
+            rows.append((plan.flow, plan.qpn, round(t - start_unix, time_digits(start_unix)), round(rc, 1),
                          round(rt, 1), round(alpha, 6)))
     return rows
 
