@@ -17,6 +17,7 @@ _USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("emulator.network.errors", "NetworkError"),
     ("emulator.scenario.errors", "ScenarioError"),
     ("emulator.measure.errors", "MeasureError"),
+    ("emulator.exercise.errors", "ExerciseError"),
 )
 
 

@@ -1,47 +1,61 @@
-"""The Mininet CLI of ``aifabric up``, with fabric commands added:
-``counters SWITCH``, ``queues SWITCH``, ``pfc SWITCH``, ``capture
-SWITCH:PORT`` and ``paths A B``."""
+"""Mininet CLIs with aifabric's commands added.
+
+:class:`NetworkCLI` has what every network's switches answer (the built-in
+target's QueueControl service and tcpdump on a port): ``queues SWITCH``,
+``pfc SWITCH`` and ``capture SWITCH:PORT``. :class:`FabricCLI` (``aifabric
+up``) adds fabric.p4's ``counters SWITCH`` and ``paths A B``; the exercise
+CLI (:mod:`.exercise_cli`) adds the counters of any program."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
+from typing import Any, Sequence
 
 from mininet.cli import CLI
-from scapy.utils import rdpcap
+from scapy.utils import RawPcapReader
 
+from emulator.network.errors import FabricInterrupted
 from emulator.topology import paths
 
 
-class FabricCLI(CLI):
+class NetworkCLI(CLI):
+    """Mininet's CLI over ``network`` (a started
+    :class:`~emulator.network.lifecycle.NetworkRun`) with switch commands.
+
+    Ctrl-C interrupts the running command and the CLI goes on, as Mininet's
+    does; SIGTERM and SIGHUP end the CLI and are raised again after it, so
+    the caller's ``with`` block tears the network down."""
+
     prompt = "aifabric> "
 
-    def __init__(self, fabric, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        self.fabric = fabric
-        super().__init__(fabric.network.net, **kwargs)
+    def __init__(self, network: Any, switch_names: Sequence[str], **kwargs: Any) -> None:
+        self.network = network
+        self.switch_names = list(switch_names)
+        self._stopped_by: FabricInterrupted | None = None
+        super().__init__(network.net, **kwargs)  # runs the command loop
+        if self._stopped_by is not None:
+            raise self._stopped_by
+
+    def cmdloop(self, intro: Any = None) -> None:
+        try:
+            super().cmdloop(intro)
+        except FabricInterrupted as exc:
+            if exc.signum == signal.SIGINT:
+                raise  # Mininet's CLI.run says "Interrupt" and goes on
+            self._stopped_by = exc  # returning ends CLI.run's loop
 
     def _switch(self, line: str) -> str | None:
         name = line.strip()
-        names = [s.name for s in self.fabric.topology.switches]
-        if name not in names:
-            self.stdout.write(f"usage: SWITCH, one of {', '.join(names)}\n")
+        if name not in self.switch_names:
+            self.stdout.write(f"usage: SWITCH, one of {', '.join(self.switch_names)}\n")
             return None
         return name
-
-    def do_counters(self, line: str) -> None:
-        """counters SWITCH: fabric.p4 counters per port and priority."""
-        name = self._switch(line)
-        if name is None:
-            return
-        table = self.fabric.controller.read_counters(name)
-        for port in sorted(table):
-            for prio in sorted(table[port]):
-                values = " ".join(f"{k}={v}" for k, v in sorted(table[port][prio].items()))
-                self.stdout.write(f"port {port} prio {prio}: {values}\n")
 
     def _stats(self, name: str) -> dict:
         from emulator.targets.builtin.queue_control import QueueControlClient
 
-        with QueueControlClient(self.fabric.network.switch_addresses()[name]) as client:
+        with QueueControlClient(self.network.switch_addresses()[name]) as client:
             return client.get_port_stats()
 
     def do_queues(self, line: str) -> None:
@@ -73,14 +87,15 @@ class FabricCLI(CLI):
         100, at most 10 s) on a switch port, both directions, into a pcap
         (default SWITCH-pPORT.pcap); read it with 'aifabric inspect FILE'."""
         parts = line.split()
-        usage = "usage: capture leaf-r0-0:1 [COUNT] [FILE.pcap]\n"
+        example = self.switch_names[0] if self.switch_names else "SWITCH"
+        usage = f"usage: capture {example}:1 [COUNT] [FILE.pcap]\n"
         if not parts or ":" not in parts[0]:
             self.stdout.write(usage)
             return
         switch, _, port_text = parts[0].partition(":")
-        ports = self.fabric.network.switch_interfaces().get(switch)
+        ports = self.network.switch_interfaces().get(switch)
         if ports is None or not port_text.isdigit() or int(port_text) not in ports:
-            known = ", ".join(f"{s}:{p}" for s, ps in self.fabric.network.switch_interfaces().items()
+            known = ", ".join(f"{s}:{p}" for s, ps in self.network.switch_interfaces().items()
                               for p in sorted(ps))
             self.stdout.write(f"unknown port {parts[0]}; ports: {known}\n")
             return
@@ -92,6 +107,26 @@ class FabricCLI(CLI):
         path = parts[2] if len(parts) > 2 else f"{switch}-p{port_text}.pcap"
         written = capture_port(ports[int(port_text)], count, path)
         self.stdout.write(f"captured {written} frames on {switch}:{port_text} into {path}\n")
+
+
+class FabricCLI(NetworkCLI):
+    """The CLI of ``aifabric up``: a fabric session's network, with
+    fabric.p4's counters and the topology's paths."""
+
+    def __init__(self, fabric: Any, **kwargs: Any) -> None:
+        self.fabric = fabric
+        super().__init__(fabric.network, [s.name for s in fabric.topology.switches], **kwargs)
+
+    def do_counters(self, line: str) -> None:
+        """counters SWITCH: fabric.p4 counters per port and priority."""
+        name = self._switch(line)
+        if name is None:
+            return
+        table = self.fabric.controller.read_counters(name)
+        for port in sorted(table):
+            for prio in sorted(table[port]):
+                values = " ".join(f"{k}={v}" for k, v in sorted(table[port][prio].items()))
+                self.stdout.write(f"port {port} prio {prio}: {values}\n")
 
     def do_paths(self, line: str) -> None:
         """paths SRC DST: equal-cost paths between two GPUs (srvS/gpuR)."""
@@ -113,6 +148,7 @@ def capture_port(ifname: str, count: int, path: str, timeout_s: float = 10.0) ->
            "-c", str(max(count, 1)), "-s", "0"]
     subprocess.run(cmd, capture_output=True)
     try:
-        return len(rdpcap(path))
-    except (OSError, ValueError):
+        with RawPcapReader(path) as reader:
+            return sum(1 for _ in reader)
+    except (OSError, ValueError, EOFError):
         return 0

@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "topo": "emulator.cli.topo",
     "p4": "emulator.cli.p4",
     "up": "emulator.cli.up",
+    "exercise": "emulator.cli.exercise",
     "scenario": "emulator.cli.scenario",
     "clean": "emulator.cli.clean",
     "run": "emulator.cli.run",

@@ -14,7 +14,11 @@ Modules, each owning one thing:
 - :mod:`.process` — process identity, namespaces, stopping, ports;
 - :mod:`.record` — run records on disk;
 - :mod:`.guard` — signals and the switch monitor;
-- :mod:`.fabric_net` — :class:`FabricNetwork`, bring-up and teardown;
+- :mod:`.lifecycle` — :class:`~.lifecycle.NetworkRun`: a network's life
+  cycle (run record, nodes, switch start, teardown whatever happens);
+- :mod:`.fabric_net` — :class:`FabricNetwork`, a fabric topology's network;
+- :mod:`.exercise_net` — :class:`~.exercise_net.ExerciseNetwork`, a p4lang
+  tutorials exercise's network (``topology.json``);
 - :mod:`.cleanup` — finding and removing crashed runs' leftovers.
 
 Imports :mod:`emulator.topology` and :mod:`emulator.targets` only. Mininet

@@ -201,6 +201,33 @@ def apply_host_plan(netns_path: str, plan: HostPlan) -> None:
         raise NetworkError(f"configuring host {plan.server}: {exc}") from None
 
 
+def configure_plain_host(netns_path: str, ifname: str, mac: str, ip: str, prefix_len: int,
+                         mtu: int, rate_bps: int = 0) -> None:
+    """A host as Mininet sets one up (the p4lang tutorials' hosts): one NIC
+    with its MAC and an address *with* its on-link route, IPv6 and offloads
+    off; a token bucket at ``rate_bps`` on the NIC when non-zero. Routes and
+    neighbours are left to the host's own commands."""
+    def prepare() -> None:
+        write_sysctls({**HOST_SYSCTLS, "net/ipv6/conf/lo/disable_ipv6": "1",
+                       f"net/ipv6/conf/{ifname}/disable_ipv6": "1"})
+        disable_offloads([ifname])
+
+    try:
+        in_netns(netns_path, prepare)
+        with IPRoute(netns=netns_path, flags=0) as ipr:
+            ipr.link("set", index=_index(ipr, "lo"), state="up")
+            index = _index(ipr, ifname)
+            ipr.link("set", index=index, address=mac, mtu=mtu, state="up")
+            ipr.addr("add", index=index, address=ip, prefixlen=prefix_len)
+            if rate_bps:
+                # Burst: at least one MTU frame and 10 ms at the rate.
+                burst_bytes = max(mtu + 100, rate_bps // 800)
+                ipr.tc("add", "tbf", index=index, handle="1:", rate=f"{rate_bps}bit",
+                       burst=burst_bytes, latency="100ms")
+    except (NetlinkError, OSError) as exc:
+        raise NetworkError(f"configuring host NIC {ifname}: {exc}") from None
+
+
 def read_host_config(netns_path: str) -> dict[str, Any]:
     """What a host's namespace holds, in :mod:`.plan`'s terms: ``links``
     (name → mac, mtu, up), ``addresses`` (name → [ip/len]),

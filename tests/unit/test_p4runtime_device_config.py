@@ -61,3 +61,19 @@ def test_neither_ours_nor_wrapped_is_one_line_saying_what_came(switch, compiled,
     message = err.value.details()
     assert got in message and "\n" not in message
     assert message.startswith("cannot load the device config")
+
+
+def test_a_table_without_default_action_has_its_implicit_noaction(switch, tmp_path):
+    # p4c lists the implicit NoAction() default as a @defaultonly action of
+    # the table, in the P4Info as in the device; the two must bind.
+    source = PROGRAM.read_text()
+    trimmed = source.replace("default_action = drop();", "").replace("drop;\n            NoAction;",
+                                                                       "drop;")
+    assert "NoAction" not in trimmed and "default_action" not in trimmed
+    program_path = tmp_path / "no_default.p4"
+    program_path.write_text(trimmed)
+    device_config, program = make_device_config(program_path)
+    push(switch, wrap(device_config), p4info_for(program))
+    table = switch.device.pipeline.tables["MyIngress.ipv4_lpm"]
+    assert table.actions["NoAction"].scope == "default_only"
+    assert table.default.action.name == "NoAction"

@@ -5,6 +5,8 @@ entries, action profile, direct resources) and parser value sets.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from emulator.p4 import ir
 from emulator.p4.exec.externs import Meter
 from emulator.p4.exec.layout import scalar_width
@@ -45,8 +47,15 @@ def build_tables(program: ir.Program, action_ids: dict[int, int], instances: dic
         specs = [action_spec(ref.action, action_ids[id(ref.action)], ref.annotations)
                  for ref in t.actions]
         by_name = {s.name: s for s in specs}
-        default_spec = by_name.get(t.default_action.action.name) or action_spec(
-            t.default_action.action, action_ids[id(t.default_action.action)])
+        default_spec = by_name.get(t.default_action.action.name)
+        if default_spec is None:
+            # The implicit NoAction() default of a table without
+            # default_action: p4c's CreateBuiltins lists it as @defaultonly
+            # (so does the P4Info), so the control plane may set it back.
+            default_spec = replace(action_spec(t.default_action.action,
+                                               action_ids[id(t.default_action.action)]),
+                                   scope="default_only")
+            specs.append(default_spec)
         default = Entry(default_spec, _const_args(t.default_action), None, hit=False)
         keys = [KeySpec(k.name, k.match_kind, scalar_width(k.expr.type)) for k in t.keys]
         profile = None
