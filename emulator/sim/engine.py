@@ -87,6 +87,8 @@ class Engine:
         self.events = 0          # heap entries run (stale wake-ups not counted)
         self.deliveries = 0      # frames handed over at the far end of a link
         self.wall_s = 0.0        # wall time spent in run()
+        self.cpu_s = 0.0         # this process's CPU time spent in run() (a busy machine
+                                 # stretches wall time, much less this)
         self._stop = False
 
     # -- scheduling ------------------------------------------------------------------
@@ -145,6 +147,7 @@ class Engine:
         schedule = self.schedule
         self._stop = False
         wall = time.perf_counter()
+        cpu = time.process_time()
         events = self.events
         same_time = 0
         last_t = -INF
@@ -187,4 +190,5 @@ class Engine:
         finally:
             self.events = events
             self.wall_s += time.perf_counter() - wall
+            self.cpu_s += time.process_time() - cpu
         return clock.now

@@ -63,17 +63,44 @@ class SwitchNode(Component):
         return receive
 
 
-class AgentNode(Component):
-    """A server's NIC agent as an engine component."""
+_ALL = -1
 
-    __slots__ = ("agent",)
+
+class AgentNode(Component):
+    """A server's NIC agent as an engine component.
+
+    Its next time is what :meth:`~emulator.traffic.agent.agent.Agent.next_wakeup`
+    would say, kept per NIC: a frame delivered to one NIC changes that NIC's
+    next send and the agent's timers, nothing of the other NICs (work that
+    follows an arrival elsewhere is posted by a timer), so only that NIC is
+    asked again; after a wake-up, or anything else done to the agent, all are."""
+
+    __slots__ = ("agent", "nics", "nic_times", "touched")
 
     def __init__(self, name: str, agent: Any) -> None:
         super().__init__(name)
         self.agent = agent
+        self.nics = list(agent.nics)
+        self.nic_times = [INF] * len(self.nics)
+        self.touched = _ALL
 
     def next_time(self) -> float:
-        return INF if self.agent.stopped else self.agent.next_wakeup()
+        agent = self.agent
+        if agent.stopped:
+            return INF
+        times = self.nic_times
+        touched = self.touched
+        if touched == _ALL:
+            for i, nic in enumerate(self.nics):
+                times[i] = nic.next_tx_time()
+        else:
+            times[touched] = self.nics[touched].next_tx_time()
+        self.touched = _ALL
+        t = agent.timers.next_time()
+        for n in times:
+            if n < t:
+                t = n
+        return t
 
     def wake(self, now: float) -> None:
         self.agent.service(now)
@@ -83,6 +110,7 @@ class AgentNode(Component):
 
         def receive(frame: bytes, now: float) -> None:
             on_frame(nic_index, frame, now)
+            self.touched = nic_index
         return receive
 
 

@@ -170,12 +170,18 @@ class QueueSeries:
         horizon = now - self.window_s
         for number, ps in ports.items():
             tm = ps.tm
-            mask = ps.pfc.mask
+            pfc = ps.pfc
+            mask = pfc.mask
+            busy_mask = tm.nonempty | mask
+            paused_totals = pfc.paused_s
             for prio, qc in enumerate(tm.counters):
                 key = (number, prio)
-                paused_s = ps.pfc.total_paused_s(prio, now)
                 prev = seen.get(key)
-                busy = bool(tm.nonempty >> prio & 1 or mask >> prio & 1)
+                busy = bool(busy_mask >> prio & 1)
+                if not busy and prev is not None and not prev[2] and prev[0] == qc.received \
+                        and prev[1] == paused_totals[prio]:
+                    continue  # idle then and now, nothing arrived, no pause since
+                paused_s = pfc.total_paused_s(prio, now)
                 state = (qc.received, paused_s, busy)
                 if not busy and (prev is None or prev == state):
                     if prev is None:

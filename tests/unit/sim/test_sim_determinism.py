@@ -17,7 +17,7 @@ from sim_kit import scenario, topology
 
 REPO = Path(__file__).resolve().parents[3]
 WALL_CLOCK = ("timings",)
-WALL_CLOCK_SIM = ("wall_s", "events_per_wall_s", "hops_per_wall_s")
+WALL_CLOCK_SIM = ("wall_s", "cpu_s", "events_per_wall_s", "hops_per_wall_s", "hops_per_cpu_s")
 
 
 def _incast(seed: int) -> dict:  # type: ignore[type-arg]

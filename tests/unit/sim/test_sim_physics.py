@@ -16,7 +16,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from emulator.control.fabric_plan import FabricSettings
+from emulator.control.fabric_plan import EcnSettings, FabricSettings, PfcSettings
 from emulator.sim.engine import Engine
 from emulator.sim.fabric import SimFabric
 from emulator.topology import build_topology, spec_from_dict
@@ -52,14 +52,19 @@ def test_lone_flow_runs_at_line_rate_on_a_multi_hop_path(tmp_path: Path) -> None
     assert results["sim"]["hops"] > 4 * wire / 1100
 
 
-@pytest.fixture
-def one_leaf(tmp_path: Path):  # type: ignore[no-untyped-def]
+def _leaf(tmp_path: Path, settings: FabricSettings, buffer_bytes: int):  # type: ignore[no-untyped-def]
     """Three servers on one 10 Gb/s leaf, programmed, no agents."""
     topo = build_topology(spec_from_dict(topology(3, 1, rate="10Gbps", delay="1us"), "<t>"))
     engine = Engine()
-    fabric = SimFabric(topo, engine, settings=FabricSettings(), workdir=tmp_path,
-                       buffer_bytes=1_000_000)
+    fabric = SimFabric(topo, engine, settings=settings, workdir=tmp_path,
+                       buffer_bytes=buffer_bytes, seed=3)
     fabric.start()
+    return topo, engine, fabric
+
+
+@pytest.fixture
+def one_leaf(tmp_path: Path):  # type: ignore[no-untyped-def]
+    topo, engine, fabric = _leaf(tmp_path, FabricSettings(), 1_000_000)
     yield topo, engine, fabric
     fabric.stop()
 
@@ -214,3 +219,49 @@ def test_dcqcn_incast_is_lossless_and_keeps_the_port_busy(tmp_path: Path, n: int
     queue = max(s["max_qdepth"]["bytes"] for s in results["switches"][f"leaf-r0-0"][str(n + 1)]
                 .values())
     assert queue <= 2_000_000
+
+
+def test_red_marking_follows_the_kmin_kmax_pmax_line(tmp_path: Path) -> None:
+    """Two senders at line rate into one port build its queue from 0 to
+    about 1,600 packets; fabric.p4 marks CE by the depth the packet found
+    (enq_qdepth): never at or below Kmin, always from Kmax on, and in
+    between with probability Pmax (d - Kmin) / (Kmax - Kmin). Each bucket of
+    100 depths holds ~200 packets: the observed fraction must be within
+    4 standard deviations (binomial) plus 0.01 of the line."""
+    kmin, kmax, pmax = 50, 1050, 0.5
+    settings = FabricSettings(ecn=EcnSettings(kmin_pkts=kmin, kmax_pkts=kmax, pmax=pmax),
+                              pfc=PfcSettings(enabled=False))
+    topo, engine, fabric = _leaf(tmp_path, settings, 4_000_000)
+    try:
+        leaf = topo.gpu("srv2/gpu0").switch
+        port = topo.gpu("srv2/gpu0").switch_port
+        dp = fabric.switches[leaf].dataplane
+        pipe = dp.pipeline
+        seen: list[tuple[int, bool]] = []
+        egress = pipe.egress
+
+        def recording(item, queue=None):  # type: ignore[no-untyped-def]
+            result = egress(item, queue)
+            if item.port == port and result.outputs and queue is not None:
+                tos = result.outputs[0].data[15]
+                seen.append((queue.enq_qdepth, tos & 0b11 == 0b11))
+            return result
+        pipe.egress = recording
+        for src in ("srv0/gpu0", "srv1/gpu0"):
+            frame = _data_frame(topo, src, "srv2/gpu0")
+            for _ in range(1700):
+                fabric.nic_ends[src].send(frame)
+        engine.run(0.01)
+    finally:
+        fabric.stop()
+    assert len(seen) == 3400
+    slope_q16 = settings.ecn.slope_q16
+    assert max(d for d, _ in seen) > kmax + 200
+    assert not any(marked for d, marked in seen if d <= kmin)
+    assert all(marked for d, marked in seen if d >= kmax)
+    for low in range(kmin, kmax, 100):
+        bucket = [(d, m) for d, m in seen if low < d <= min(low + 100, kmax - 1)]
+        expected = sum(min(1.0, (d - kmin) * slope_q16 / 65536) for d, _ in bucket) / len(bucket)
+        observed = sum(m for _, m in bucket) / len(bucket)
+        sigma = (expected * (1 - expected) / len(bucket)) ** 0.5
+        assert abs(observed - expected) <= 4 * sigma + 0.01, (low, observed, expected)
