@@ -3,6 +3,7 @@ named types of a program (headers, structs, unions, enums, typedefs)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from emulator.p4 import ast, ir
@@ -161,8 +162,32 @@ class TypeResolver:
             if f.name in seen:
                 raise self.c.diags.error(f.loc, f"duplicate field {f.name!r} in {decl.name}")
             seen.add(f.name)
-            out.append(Field(f.name, self.resolve(f.type, scope), annotations_of(f.annotations)))
+            annotations = tuple(self._field_list(a, scope, f.loc)
+                                for a in annotations_of(f.annotations))
+            out.append(Field(f.name, self.resolve(f.type, scope), annotations))
         return out
+
+    def _field_list(self, a: Annotation, scope: Scope, loc: object) -> Annotation:
+        """``@field_list(FL_X, 2)``: the list indexes as ints, constants
+        resolved as p4c does (the tutorials name them: ``const int
+        FL_PACKET_IN = 1;``)."""
+        if a.name != "field_list" or a.args or not a.tokens:
+            return a
+        indexes: list[object] = []
+        for token in a.tokens:
+            if token == ",":
+                continue
+            if token[:1].isdigit():
+                indexes.append(int(token, 0))
+                continue
+            symbol = scope.lookup(token)
+            value = symbol.value.value if symbol is not None and symbol.kind == "const" \
+                and isinstance(symbol.value, ir.Const) else None
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.c.diags.error(loc, f"@field_list({a.raw}): {token} is not an integer "  # type: ignore[arg-type]
+                                              "constant")
+            indexes.append(value)
+        return replace(a, args=tuple(indexes))
 
     def _enum(self, decl: ast.EnumDecl, scope: Scope) -> EnumType:
         names = tuple(m.name for m in decl.members)

@@ -177,3 +177,36 @@ def test_priority_outside_the_configured_queues_is_dropped():
     sw = Switch.build(text, priority_queues=1)      # simple_switch's default: one queue
     assert [p for p, _ in sw.send(0, FRAME)] == [1]
     assert sw.send(0, ETH_HDR + "0001" + INFO_ZERO) == []
+
+
+def test_field_lists_named_by_constants_keep_the_values_at_the_end_of_ingress():
+    # As the tutorials' flowcache: @field_list(FL_PACKET_IN) with a const,
+    # and the fields set after the clone call (BMv2 copies them when ingress ends).
+    meta = """
+const int FL_KEEP = 1;
+const int FL_BOTH = 2;
+struct metadata {
+    @field_list(FL_KEEP) bit<8> kept;
+    bit<8> lost;
+    @field_list(FL_KEEP, FL_BOTH) bit<8> pass;
+}"""
+    sw = Switch.build(v1switch(headers=HEADERS, meta=meta, parser=PARSER, egress=EGRESS, ingress="""
+    apply {
+        clone_preserving_field_list(CloneType.I2E, 32w9, FL_KEEP);
+        meta.kept = 0x44; meta.lost = 0x55; meta.pass = 0x66;
+        mark_to_drop(sm);
+    }"""))
+    sw.clone_session(9, [(3, 0)])
+    out = sw.send(1, FRAME)
+    assert out == [(3, h(ETH_HDR, "0000", info(0, 1, 0, 0, LEN, 0, 3, 0, 0x44, 0x66), "abcd"))]
+
+
+def test_a_field_list_index_that_is_not_a_constant_is_an_error():
+    import pytest
+
+    from emulator.p4.errors import P4Error
+
+    meta = "struct metadata { @field_list(NOPE) bit<8> kept; bit<8> lost; bit<8> pass; }"
+    with pytest.raises(P4Error, match=r"@field_list\(NOPE\): NOPE is not an integer constant"):
+        Switch.build(v1switch(headers=HEADERS, meta=meta, parser=PARSER, ingress="apply { }",
+                              egress=EGRESS))
