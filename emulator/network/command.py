@@ -10,12 +10,20 @@ differ, and the node class picks them::
               --priority-queues 8 [TARGET ARGS...]
 
 ``aifabric-switch`` ignores ``--thrift-port`` and gets its port settings
-from ``--port-config FILE.json`` (its tail); BMv2 gets them over Thrift
-after start (:mod:`.bmv2`).
+from ``--port-config FILE.json`` and its random seed from ``--seed`` (its
+tail); BMv2 gets them over Thrift after start (:mod:`.bmv2`).
+
+Seeds: each switch's random stream (ECN marking draws) is seeded apart,
+:func:`switch_seed` of the run's seed and the switch's name, the same
+function the virtual-time target uses, so no two switches mark in step and
+a switch draws the same stream on either clock. Host-facing ports get
+``rx_link``: the NIC agent hands frames over undelayed, so the switch
+realises that direction of the host link (delay and serialisation).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -43,6 +51,7 @@ class SwitchLaunch:
     priority_queues: int = 8
     log_level: str = "info"
     port_config_file: str | None = None  # aifabric-switch only
+    run_seed: int = 0  # aifabric-switch only: --seed is switch_seed(run_seed, name)
 
     @property
     def grpc_addr(self) -> str:
@@ -85,10 +94,20 @@ def builtin_port_config(ports: Sequence[PortPlan]) -> dict[str, Any]:
     settings: dict[str, dict[str, Any]] = {}
     for p in ports:
         one: dict[str, Any] = {"rate_bps": p.rate_bps, "delay_us": p.delay_us}
+        if p.kind == "host":
+            one["rx_link"] = True
         if "buffer_bytes" not in default:
             one["buffer_bytes"] = p.buffer_bytes
         settings[str(p.port)] = one
     return {"default": default, "ports": settings}
+
+
+def switch_seed(run_seed: int, switch: str) -> int:
+    """The seed of one switch's random stream: stable across runs and
+    processes (not Python's salted ``hash``), different per switch; equal to
+    ``emulator.sim.fabric.switch_seed`` (a test holds them together)."""
+    digest = hashlib.sha256(f"{run_seed}/{switch}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def builtin_port_config_text(ports: Sequence[PortPlan]) -> str:

@@ -5,7 +5,7 @@ Mininet default for switches) with the command line of :mod:`.command`;
 the subclass only picks the binary and the target-specific tail:
 
 - :class:`BuiltinSwitchNode` runs ``aifabric-switch``, with the ports'
-  rate, delay and buffer in a ``--port-config`` file;
+  rate, delay and buffer in a ``--port-config`` file and its own ``--seed``;
 - :class:`Bmv2SwitchNode` runs ``simple_switch_grpc`` and sets queue depth
   and rate over Thrift once it is up (:mod:`.bmv2`).
 
@@ -32,7 +32,7 @@ from typing import Any, Sequence
 from mininet.node import Switch
 
 from emulator.network import bmv2
-from emulator.network.command import LOOPBACK, SwitchLaunch, switch_args
+from emulator.network.command import LOOPBACK, SwitchLaunch, switch_args, switch_seed
 from emulator.network.errors import SwitchStartError
 from emulator.network.process import port_open, stop_popen, tail
 
@@ -172,7 +172,8 @@ class BuiltinSwitchNode(P4SwitchNode):
 
     def target_args(self) -> list[str]:
         spec = self.launch_spec
-        return ["--port-config", spec.port_config_file] if spec.port_config_file else []
+        args = ["--seed", str(switch_seed(spec.run_seed, spec.name))]
+        return args + (["--port-config", spec.port_config_file] if spec.port_config_file else [])
 
 
 class Bmv2SwitchNode(P4SwitchNode):

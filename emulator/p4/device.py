@@ -64,6 +64,8 @@ def load_device_config(data: bytes, **pipeline_options: object):  # type: ignore
     return V1ModelPipeline(program_from_device_config(data), **pipeline_options)  # type: ignore[arg-type]
 
 
-def build_pipeline(config: bytes, *, priority_queues: int = 8):  # type: ignore[no-untyped-def]
-    """The switch targets' pipeline loader (``loader(config, priority_queues=N)``)."""
-    return load_device_config(config, priority_queues=priority_queues)
+def build_pipeline(config: bytes, *, priority_queues: int = 8,
+                   seed: int = 0):  # type: ignore[no-untyped-def]
+    """The switch targets' pipeline loader (``loader(config, priority_queues=N,
+    seed=S)``); ``seed`` seeds the program's random stream (``random()``)."""
+    return load_device_config(config, priority_queues=priority_queues, seed=seed)

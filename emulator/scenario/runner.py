@@ -27,7 +27,11 @@
    timer starts and stops the pauses on time (an agent runs for that
    server even when it has no flow);
 6. stops the agents (SIGTERM; they write their stats), reads the switches'
-   counters and queue stats, tears the fabric down (always), and writes
+   counters, queue stats and fidelity counters, tears the fabric down
+   (always), judges whether the run kept up (:mod:`.fidelity`: switch and
+   agent lateness, lag given up, overruns, the machine's CPU use sampled
+   during the traffic by :mod:`.cpu`; results.json's ``fidelity`` block and
+   ``behind.csv``, the spans where the host fell behind), and writes
    ``results.json``, ``flows.csv``, ``ports.csv``, ``links.csv`` (per-link
    bytes and utilisation, :mod:`emulator.measure.links`) into ``out_dir`` (the
    agents' configs, stats and stderr under ``out_dir/agents``), the time
@@ -72,7 +76,9 @@ from emulator.scenario.agents import (
     wait_ready,
 )
 from emulator.scenario.collective_metrics import collective_results
+from emulator.scenario.cpu import CpuSampler
 from emulator.scenario.errors import ScenarioError
+from emulator.scenario.fidelity import judge, write_behind_csv
 from emulator.scenario.gpu_capture import GpuCapture
 from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
 from emulator.scenario.results import (
@@ -148,6 +154,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     counters: dict[str, Any] = {}
     queue_stats: dict[str, Any] = {}
     queue_series: dict[str, Any] = {}
+    switch_fidelity: dict[str, Any] = {}
+    cpu = CpuSampler()
     start_unix = end_unix = time.time()
     timings: dict[str, float] = {}
     events_done: list[dict[str, Any]] = []
@@ -216,12 +224,15 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             if time.time() > start_unix:
                 errors.append(f"agents were ready {time.time() - start_unix:.2f} s after the "
                               "common start: the first flows started late")
+            cpu.start()
             try:
                 _drive(scenario, qps, flows, agents, sockdir, start_unix, net, events_done,
                        progress)
             except KeyboardInterrupt:
                 partial = True
                 errors.append("interrupted (Ctrl-C): results are partial")
+            finally:
+                cpu.stop()
             end_unix = min(time.time(), start_unix + scenario.duration_s)
             if time.time() < start_unix:
                 end_unix = start_unix
@@ -237,6 +248,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                                          errors))
             queue_series.update(_read_all(lambda n: qclients[n].get_queue_series(), qclients,
                                           errors))
+            switch_fidelity.update(_read_all(lambda n: qclients[n].get_fidelity(), qclients,
+                                             errors))
             timings["collected_s"] = round(time.perf_counter() - clock, 3)
     except KeyboardInterrupt:
         partial = True
@@ -247,9 +260,14 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
         captures.update(_collect_captures(capture_files, scenario.capture.max_packets, errors))
         shutil.rmtree(out / "fabric" / "net" / "pcap", ignore_errors=True)
     timings["total_s"] = round(time.perf_counter() - clock, 3)
+    fidelity = judge(switch_fidelity, agent_stats, cpu.result(since_unix=start_unix),
+                     start_unix=start_unix, end_unix=end_unix,
+                     time_scale=scenario.time_scale, target=target)
+    write_behind_csv(out / "behind.csv", fidelity)
     return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
                                 queue_stats, queue_series, start_unix, end_unix, partial,
                                 {"events": events_done, "errors": errors, "timings": timings,
+                                 "fidelity": fidelity,
                                  **({"captures": captures} if captures else {})}), say)
 
 

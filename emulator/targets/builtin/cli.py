@@ -7,7 +7,9 @@ command-line shape of BMv2's ``simple_switch_grpc``::
 and ignored: there is no Thrift here), ``--pcap[=DIR]``, ``--log-file``,
 ``--log-console``, ``--log-level``, ``--no-p4`` and, after ``--`` or not,
 ``--grpc-server-addr`` (default 127.0.0.1:9559), ``--cpu-port``,
-``--priority-queues``. Ours: port settings (``--rate-bps``, ``--delay-us``,
+``--priority-queues``. Ours: ``--seed`` (of the program's random stream,
+e.g. ECN marking; the network layer gives every switch its own, see
+:func:`emulator.network.command.switch_seed`), port settings (``--rate-bps``, ``--delay-us``,
 ``--buffer-bytes``, ``--overhead-bytes``, ``--pfc-priorities`` for every
 port, ``--port-set PORT:KEY=VALUE,...`` for one, ``--port-config FILE.json``;
 the command line wins over the file, see :mod:`.config`) and
@@ -74,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port-set", action="append", default=[], metavar="PORT:KEY=VALUE[,...]",
                    help=f"settings of one port; keys: {', '.join(PORT_KEYS)}")
     p.add_argument("--port-config", metavar="FILE.json", help="port settings file")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the P4 program's random stream (default 0)")
     p.add_argument("--pfc-to-pipeline", action="store_true",
                    help="also give received PFC frames to the P4 program")
     return p
@@ -171,13 +175,14 @@ def run_switch(argv: Sequence[str], *, pipeline: V1ModelPipeline | None = None,
     try:
         if pipeline is None and args.device_config is not None:
             pipeline = load_device_config(args.device_config, loader,
-                                          priority_queues=options.priority_queues)
+                                          priority_queues=options.priority_queues,
+                                          seed=args.seed)
         for number, iface in interfaces:
             switch.open_interface(number, iface)
         switch.set_pipeline(pipeline)
         hooks = list(service_hooks)
         if p4runtime:
-            hooks.append(p4runtime_hook(loader, options.priority_queues))
+            hooks.append(p4runtime_hook(loader, options.priority_queues, args.seed))
         server = ControlServer(switch, args.grpc_server_addr, hooks)
         switch.start()
         server.start()
@@ -197,13 +202,14 @@ def run_switch(argv: Sequence[str], *, pipeline: V1ModelPipeline | None = None,
     return 0
 
 
-def p4runtime_hook(loader: PipelineLoader | None, priority_queues: int) -> ServiceHook:
+def p4runtime_hook(loader: PipelineLoader | None, priority_queues: int,
+                   seed: int = 0) -> ServiceHook:
     """The P4Runtime service for a switch: pipelines pushed over P4Runtime
-    are built by the same loader as a device config given at start."""
+    are built by the same loader (and seed) as a device config given at start."""
     from emulator.targets.p4runtime.server import add_p4runtime_service
 
     def load(p4info: object, config: bytes) -> V1ModelPipeline:
-        return load_device_config(config, loader, priority_queues=priority_queues)
+        return load_device_config(config, loader, priority_queues=priority_queues, seed=seed)
 
     def hook(server: Any, switch: Switch) -> object:
         return add_p4runtime_service(server, switch, switch.options.device_id, load,

@@ -16,8 +16,11 @@ Keys: ``rate_bps`` (0 = unlimited), ``delay_us``, ``buffer_bytes`` (per
 queue, see :mod:`.tm`), ``overhead_bytes`` (bytes added to every frame when
 timing its serialisation, 0 by default: the rate counts the L2 frame as the
 socket sees it, without FCS, preamble or inter-frame gap; 24 gives Ethernet
-line-rate semantics) and ``pfc_priorities`` (list of priorities on which a
-received PFC frame pauses the port's queues; all eight by default).
+line-rate semantics), ``pfc_priorities`` (list of priorities on which a
+received PFC frame pauses the port's queues; all eight by default) and
+``rx_link`` (false by default; true when the peer hands frames over at the
+start of their serialisation, without delay, as a NIC agent does: the
+switch then realises that direction of the link too, see :mod:`.dataplane`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ NUM_PFC_PRIORITIES = 8
 # About BMv2's default queue of 64 packets at 1500 bytes.
 DEFAULT_BUFFER_BYTES = 96_000
 ALL_PRIORITIES = frozenset(range(NUM_PFC_PRIORITIES))
-PORT_KEYS = ("rate_bps", "delay_us", "buffer_bytes", "overhead_bytes", "pfc_priorities")
+PORT_KEYS = ("rate_bps", "delay_us", "buffer_bytes", "overhead_bytes", "pfc_priorities",
+             "rx_link")
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class PortConfig:
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     overhead_bytes: int = 0
     pfc_priorities: frozenset[int] = ALL_PRIORITIES
+    rx_link: bool = False
 
     def __post_init__(self) -> None:
         _check_number("rate_bps", self.rate_bps)
@@ -71,6 +76,8 @@ class PortConfig:
                 changes[key] = _priorities(value)
             elif key in ("buffer_bytes", "overhead_bytes"):
                 changes[key] = _integer(key, value)
+            elif key == "rx_link":
+                changes[key] = _boolean(key, value)
             else:
                 changes[key] = _float(key, value)
         return dataclasses.replace(self, **changes)
@@ -78,7 +85,7 @@ class PortConfig:
     def to_dict(self) -> dict[str, Any]:
         return {"rate_bps": self.rate_bps, "delay_us": self.delay_us,
                 "buffer_bytes": self.buffer_bytes, "overhead_bytes": self.overhead_bytes,
-                "pfc_priorities": sorted(self.pfc_priorities)}
+                "pfc_priorities": sorted(self.pfc_priorities), "rx_link": self.rx_link}
 
 
 @dataclass
@@ -193,6 +200,17 @@ def _integer(name: str, value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise PortConfigError(f"{name}: expected an integer, got {value!r}") from None
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise PortConfigError(f"{name}: expected true or false, got {value!r}")
 
 
 def _float(name: str, value: Any) -> float:

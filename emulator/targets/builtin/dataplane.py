@@ -15,8 +15,20 @@ socket at ``end + delay_us`` (a packet being serialised when its queue is
 paused still finishes). Events are timed from their scheduled time, not
 from when the loop got to them, so a late wake-up does not slow a port
 down; a port more than :data:`MAX_LAG_S` behind real time (the CPU cannot
-keep up) gives up the lag instead of bursting. ``rate_bps`` 0 = unlimited:
+keep up) gives up the lag instead of bursting, and counts what it gave up
+(``lag_given_up_s``, ``lag_given_up_events``). ``rate_bps`` 0 = unlimited:
 egress and send at once.
+
+Fidelity. Each frame handed to the socket is compared with when it was due
+(end of serialisation plus delay): the lateness goes into the port's
+histogram (:class:`~emulator.fidelity.LatenessHistogram`, on the data
+plane's clock at the moment of the send) and the switch's
+:class:`~emulator.fidelity.BehindSeries` (late = beyond one
+:data:`~emulator.fidelity.REFERENCE_FRAME_BYTES` frame time at the port's
+rate). A port with ``rx_link`` set receives from a peer that hands frames
+over undelayed at the start of their serialisation (a NIC agent): the
+switch realises that direction of the link too, and a received frame enters
+ingress after its serialisation at the port's rate plus ``delay_us``.
 
 Threads. A :class:`DataPlane` is not thread-safe: one thread (the switch's
 event loop, or a test driving :meth:`receive` and :meth:`run_due` with a
@@ -46,6 +58,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable
 
+from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
 from emulator.p4.exec.pipeline import NORMAL, ProcessResult, QueueInfo, V1ModelPipeline
 from emulator.targets.builtin.config import PortConfig
 from emulator.targets.builtin.errors import SwitchError, UnknownPortError
@@ -55,7 +68,7 @@ from emulator.targets.builtin.ports import DROP_CAUSES, PortCounters
 from emulator.targets.builtin.tm import PortQueues, QueueSeries
 
 MAX_LAG_S = 0.02
-TX_DONE, DELIVER, PAUSE_END = 0, 1, 2
+TX_DONE, DELIVER, PAUSE_END, ARRIVE = 0, 1, 2, 3
 _PFC_ETHERTYPE = b"\x88\x08"
 _ERRORS_LOGGED = 10
 
@@ -65,7 +78,8 @@ class PortState:
 
     __slots__ = ("number", "backend", "config", "counters", "tm", "pfc", "busy", "free_at",
                  "rate_bps", "delay_s", "overhead", "pfc_enabled", "pcap_in", "pcap_out",
-                 "kicking")
+                 "kicking", "late", "frame_us", "given_up_s", "given_up_events", "rx_link",
+                 "arriving", "rx_free_at")
 
     def __init__(self, number: int, backend: Any, config: PortConfig, priority_queues: int) -> None:
         self.number = number
@@ -76,6 +90,11 @@ class PortState:
         self.busy = False        # a frame is being serialised (a TX_DONE is pending)
         self.free_at = 0.0       # when the last serialisation ends (virtual time)
         self.kicking = False
+        self.late = LatenessHistogram()
+        self.given_up_s = 0.0
+        self.given_up_events = 0
+        self.arriving = 0         # frames on the receive side of an rx_link port
+        self.rx_free_at = 0.0     # when that side's wire is free again
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
         self.apply(config)
@@ -87,6 +106,8 @@ class PortState:
         self.overhead = config.overhead_bytes
         self.tm.buffer_bytes = config.buffer_bytes
         self.pfc_enabled = sum(1 << p for p in config.pfc_priorities)
+        self.frame_us = frame_time_us(config.rate_bps)
+        self.rx_link = config.rx_link
 
 
 class DataPlane:
@@ -111,6 +132,7 @@ class DataPlane:
         self._seq = itertools.count()
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
         self.series = QueueSeries()   # queue-depth time series (see :class:`QueueSeries`)
+        self.behind = BehindSeries()  # where the switch fell behind (see the module docstring)
 
     # ---- configuration (data-plane thread) -----------------------------------------
     def add_port(self, number: int, backend: Any, config: PortConfig | None = None,
@@ -166,6 +188,19 @@ class DataPlane:
         counters.rx_bytes += len(frame)
         if ps.pcap_in is not None:
             ps.pcap_in.write(frame)
+        if ps.rx_link:
+            # The peer handed the frame over as its serialisation began: the
+            # wire carries one frame at a time, so frames read together
+            # arrive one serialisation apart, in order.
+            rate = ps.rate_bps
+            start = ps.rx_free_at if ps.rx_free_at > now else now
+            ps.rx_free_at = start + ((len(frame) + ps.overhead) * 8 / rate if rate else 0.0)
+            ps.arriving += 1
+            self._push(ps.rx_free_at + ps.delay_s, ARRIVE, (ps, frame))
+            return
+        self._arrive(ps, frame, now)
+
+    def _arrive(self, ps: PortState, frame: bytes, now: float) -> None:
         if frame[12:14] == _PFC_ETHERTYPE and self._mac_control(ps, frame, now) \
                 and not self.pfc_to_pipeline:
             return
@@ -290,6 +325,11 @@ class DataPlane:
         if start < t:
             start = t
         if start < now - MAX_LAG_S:
+            # The CPU fell this far behind: give the lag up, and say so.
+            lag = now - MAX_LAG_S - start
+            ps.given_up_s += lag
+            ps.given_up_events += 1
+            self.behind.gave_up(now, lag)
             start = now - MAX_LAG_S
         rate = ps.rate_bps
         end = start + (len(frame) + ps.overhead) * 8 / rate if rate else start
@@ -332,9 +372,12 @@ class DataPlane:
             # ones still propagating on the link (FIFO per port).
             self._push(end + ps.delay_s, DELIVER, (ps, qc, frame))
             return
-        self._transmit(ps, qc, frame)
+        self._transmit(ps, qc, frame, end)
 
-    def _transmit(self, ps: PortState, qc: Any, frame: bytes) -> None:
+    def _transmit(self, ps: PortState, qc: Any, frame: bytes, due: float) -> None:
+        if ps.rate_bps:
+            now = self.clock()
+            self.behind.event(now, ps.late.record_s(now - due), ps.frame_us)
         if not ps.backend.send(frame):
             qc.tx_errors += 1
             ps.counters.drops["tx_error"] += 1
@@ -379,7 +422,12 @@ class DataPlane:
                 self._depart(ps, qc, frame, when, now)
                 self._kick(ps, when, now)
             elif kind == DELIVER:
-                self._transmit(*arg)
+                ps, qc, frame = arg
+                self._transmit(ps, qc, frame, when)
+            elif kind == ARRIVE:
+                ps, frame = arg
+                ps.arriving -= 1
+                self._arrive(ps, frame, when)
             else:
                 ps, prio, until = arg
                 if ps.pfc.expired(prio, until):
@@ -436,6 +484,30 @@ class DataPlane:
         return {"time_s": now, "ports": out, "switch_drops": dict(self.drops),
                 "digests": self.digests, "executor_errors": self.errors}
 
+    def fidelity(self, ports: Iterable[int] | None = None) -> dict[str, Any]:
+        """How far behind its schedule this switch ran (since the last reset):
+        per port with a rate, the lateness histogram of its departures, the
+        lag it gave up, frames the kernel dropped (overruns) and how long
+        received frames waited in the socket; and the switch's
+        :class:`~emulator.fidelity.BehindSeries` (times on this clock)."""
+        numbers = sorted(self.ports) if ports is None else list(ports)
+        out = []
+        for number in numbers:
+            ps = self.port(number)
+            if not ps.rate_bps:
+                continue
+            backend = ps.backend
+            rx_wait = getattr(backend, "rx_wait", None)
+            out.append({
+                "port": number, "name": backend.name, "rate_bps": ps.rate_bps,
+                "frame_us": round(ps.frame_us, 3), "late": ps.late.to_dict(),
+                "lag_given_up_s": round(ps.given_up_s, 6),
+                "lag_given_up_events": ps.given_up_events,
+                "rx_overruns": backend.poll_overruns() if hasattr(backend, "poll_overruns")
+                else 0,
+                "rx_wait": None if rx_wait is None else rx_wait.to_dict()})
+        return {"time_s": self.clock(), "ports": out, "behind": self.behind.to_dict()}
+
     def sample_queues(self, now: float | None = None) -> None:
         """Record one queue-depth sample of every port (see :class:`QueueSeries`)."""
         self.series.sample(self.clock() if now is None else now, self.ports)
@@ -465,7 +537,13 @@ class DataPlane:
             for prio, qc in enumerate(ps.tm.counters):
                 qc.reset(ps.tm.depth_packets(prio), ps.tm.depth_bytes[prio], qc.in_flight)
             ps.pfc.reset_stats(now)
+            ps.late.reset()
+            ps.given_up_s = 0.0
+            ps.given_up_events = 0
+            if getattr(ps.backend, "rx_wait", None) is not None:
+                ps.backend.rx_wait.reset()
         if ports is None:
+            self.behind.reset()
             self.drops = dict.fromkeys(self.drops, 0)
             self.digests = self.errors = 0
 

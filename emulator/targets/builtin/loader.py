@@ -3,7 +3,9 @@ and P4Runtime's ``SetForwardingPipelineConfig`` as ``p4_device_config``) to
 a :class:`~emulator.p4.exec.pipeline.V1ModelPipeline`.
 
 The switch does not know the device-config format: a *pipeline loader*
-(``loader(config_bytes, priority_queues=N) -> V1ModelPipeline``) does. The
+(``loader(config_bytes, priority_queues=N[, seed=S]) -> V1ModelPipeline``)
+does. ``seed`` seeds the program's random stream; it is passed only when
+not 0, so loaders that take no seed keep working. The
 default loader hands the bytes to ``emulator.p4.device.build_pipeline`` —
 the P4 toolchain's entry point — and says so plainly when the toolchain has
 none yet. Tests and the P4Runtime server may pass their own loader.
@@ -26,7 +28,8 @@ class PipelineLoader(Protocol):
     def __call__(self, config: bytes, *, priority_queues: int) -> V1ModelPipeline: ...
 
 
-def default_pipeline_loader(config: bytes, *, priority_queues: int) -> V1ModelPipeline:
+def default_pipeline_loader(config: bytes, *, priority_queues: int,
+                            seed: int = 0) -> V1ModelPipeline:
     """Build the pipeline with ``emulator.p4.device.build_pipeline``."""
     try:
         device = importlib.import_module(DEVICE_MODULE)
@@ -41,11 +44,11 @@ def default_pipeline_loader(config: bytes, *, priority_queues: int) -> V1ModelPi
     if build is None:
         raise PipelineLoadError(
             f"no P4 front end available: {DEVICE_MODULE} has no {DEVICE_FUNCTION}()")
-    return build(config, priority_queues=priority_queues)
+    return build(config, priority_queues=priority_queues, seed=seed)
 
 
 def load_device_config(path_or_bytes: str | Path | bytes, loader: PipelineLoader | None = None,
-                       *, priority_queues: int = 8) -> V1ModelPipeline:
+                       *, priority_queues: int = 8, seed: int = 0) -> V1ModelPipeline:
     """A pipeline from a device-config file (path) or its bytes."""
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         config = bytes(path_or_bytes)
@@ -57,7 +60,9 @@ def load_device_config(path_or_bytes: str | Path | bytes, loader: PipelineLoader
         except OSError as exc:
             raise PipelineLoadError(f"{source}: {exc.strerror or exc}") from None
     try:
-        return (loader or default_pipeline_loader)(config, priority_queues=priority_queues)
+        options = {"seed": seed} if seed else {}
+        return (loader or default_pipeline_loader)(config, priority_queues=priority_queues,
+                                                   **options)
     except PipelineLoadError:
         raise
     except Exception as exc:  # the front end's own error types: keep their message

@@ -12,7 +12,11 @@ end has ``name``, ``fileno()`` (a descriptor that polls readable when
   kernel strips a received 802.1Q tag into the socket's auxiliary data
   before any tap sees the frame; with ``keep_vlan`` (default) the port asks
   for ``PACKET_AUXDATA`` and puts the tag back, so P4 parses what was on the
-  wire. Hosts should turn off TSO/GSO on their veths: an AF_PACKET socket
+  wire. With ``timestamps`` (default) the kernel stamps each frame as it
+  enters the receive path (``SO_TIMESTAMPNS``) and the port measures how
+  long it waited before the switch read it (``rx_wait``, a
+  :class:`~emulator.fidelity.LatenessHistogram`): the time a busy switch
+  leaves frames in the socket. Hosts should turn off TSO/GSO on their veths: an AF_PACKET socket
   reads a GSO super-frame as one frame, which the switch forwards as is
   (and the send fails above the MTU: a ``tx_error`` drop).
 - :class:`FakePort`: in memory, for tests (``inject`` to receive, ``sent``
@@ -29,8 +33,11 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import time
 from collections import deque
 from typing import Callable
+
+from emulator.fidelity import LatenessHistogram
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -40,10 +47,12 @@ PACKET_AUXDATA = 8
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
 SO_RCVBUFFORCE = 33
+SO_TIMESTAMPNS = 35  # SCM_TIMESTAMPNS: a struct timespec of CLOCK_REALTIME
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
-_ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size)
+_TIMESPEC = struct.Struct("=qq")
+_ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size) + socket.CMSG_SPACE(_TIMESPEC.size)
 _VLAN_TAG = struct.Struct("!HH")
 _PACKET_STATS = struct.Struct("=II")  # struct tpacket_stats: tp_packets, tp_drops
 MAX_FRAME = 65_535
@@ -88,7 +97,8 @@ class RawPort:
     """An ``AF_PACKET`` socket on interface ``iface`` (needs root or
     CAP_NET_RAW)."""
 
-    def __init__(self, iface: str, *, rcvbuf_bytes: int = 8 << 20, keep_vlan: bool = True) -> None:
+    def __init__(self, iface: str, *, rcvbuf_bytes: int = 8 << 20, keep_vlan: bool = True,
+                 timestamps: bool = True) -> None:
         self.name = iface
         self.errors = 0
         self.last_error: OSError | None = None
@@ -103,6 +113,8 @@ class RawPort:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
             if keep_vlan:
                 sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            if timestamps:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             sock.bind((iface, ETH_P_ALL))
             mreq = struct.pack("iHH8s", socket.if_nametoindex(iface), PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
@@ -111,7 +123,8 @@ class RawPort:
             sock.close()
             raise
         self._sock = sock
-        self._keep_vlan = keep_vlan
+        self._recvmsg_needed = keep_vlan or timestamps
+        self.rx_wait: LatenessHistogram | None = LatenessHistogram() if timestamps else None
         self._recv = sock.recv
         self._recvmsg = sock.recvmsg
         self._send = sock.send
@@ -134,7 +147,7 @@ class RawPort:
 
     def recv(self) -> bytes | None:
         try:
-            if not self._keep_vlan:
+            if not self._recvmsg_needed:
                 return self._recv(MAX_FRAME)
             data, anc, flags, _addr = self._recvmsg(MAX_FRAME, _ANC_SIZE)
         except BlockingIOError:
@@ -146,13 +159,17 @@ class RawPort:
         if flags & _MSG_TRUNC:
             self.truncated += 1
             return None
-        # The only control message asked for is PACKET_AUXDATA; byte 0 of its
-        # tp_status (little-endian) holds TP_STATUS_VLAN_VALID.
-        if anc and anc[0][2][0] & TP_STATUS_VLAN_VALID:
-            status, _l, _s, _m, _n, tci, tpid = _AUXDATA.unpack_from(anc[0][2])
-            if not status & TP_STATUS_VLAN_TPID_VALID:
-                tpid = 0x8100
-            data = data[:12] + _VLAN_TAG.pack(tpid, tci) + data[12:]
+        for level, kind, cdata in anc:
+            if kind == SO_TIMESTAMPNS and level == socket.SOL_SOCKET:
+                sec, nsec = _TIMESPEC.unpack_from(cdata)
+                if self.rx_wait is not None:
+                    self.rx_wait.record_s(time.time() - sec - nsec * 1e-9)
+            # Byte 0 of tp_status (little-endian) holds TP_STATUS_VLAN_VALID.
+            elif kind == PACKET_AUXDATA and cdata[0] & TP_STATUS_VLAN_VALID:
+                status, _l, _s, _m, _n, tci, tpid = _AUXDATA.unpack_from(cdata)
+                if not status & TP_STATUS_VLAN_TPID_VALID:
+                    tpid = 0x8100
+                data = data[:12] + _VLAN_TAG.pack(tpid, tci) + data[12:]
         return data
 
     def send(self, frame: bytes) -> bool:

@@ -23,6 +23,7 @@ ResetStats       ``{"ports": [1]}`` (omit: all, and the        ``{}``
 GetQueueSeries   ``{"ports": [1, 2], "since": 12.5}``          see below
                  (omit either: all ports, every sample)
 SetSampleInterval ``{"interval_ms": 10}``                      ``{"interval_ms": 10.0}``
+GetFidelity      ``{"ports": [1, 2]}`` (omit: all)             see below
 ===============  ===========================================  ======================================
 
 ``GetPortStats`` answers ``{"time_s", "ports": [...], "switch_drops",
@@ -45,6 +46,16 @@ samples every ``interval_s`` (default 10 ms, last 60 s kept; see
 are on the switch's clock (``time_s`` is now on it); ``t + unix_offset_s``
 is Unix time.
 
+``GetFidelity`` answers ``{"time_s", "unix_offset_s", "ports": [{"port",
+"name", "rate_bps", "frame_us", "late", "lag_given_up_s",
+"lag_given_up_events", "rx_overruns", "rx_wait"}, ...], "behind":
+{"interval_s", "bins": [[start, events, late, max_late_us,
+given_up_us], ...]}}``: how late each port's departures left against their
+schedule (``late`` and ``rx_wait``, how long received frames waited in the
+socket, are :class:`~emulator.fidelity.LatenessHistogram` JSON), since the
+last ``ResetStats``; bin starts are on the switch's clock (add
+``unix_offset_s`` for Unix time). Ports without a rate are left out.
+
 Errors: an unknown port is ``NOT_FOUND``, a bad value ``INVALID_ARGUMENT``
 (with a one-line message); :class:`QueueControlClient` raises
 :class:`QueueControlError` for both.
@@ -63,7 +74,7 @@ from emulator.targets.builtin.switch import Switch
 
 SERVICE = "aifabric.QueueControl"
 METHODS = ("SetPortConfig", "GetPortConfig", "SetPfc", "GetPortStats", "ResetStats",
-           "GetQueueSeries", "SetSampleInterval")
+           "GetQueueSeries", "SetSampleInterval", "GetFidelity")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -117,6 +128,11 @@ class QueueControlServicer:
         if since is not None and (not isinstance(since, (int, float)) or isinstance(since, bool)):
             raise PortConfigError(f"since must be a number, got {since!r}")
         out = self.switch.queue_series(_ports(request), since)
+        out["unix_offset_s"] = time.time() - self.switch.dataplane.clock()
+        return out
+
+    def GetFidelity(self, request: dict) -> dict:
+        out = self.switch.fidelity(_ports(request))
         out["unix_offset_s"] = time.time() - self.switch.dataplane.clock()
         return out
 
@@ -230,6 +246,10 @@ class QueueControlClient:
         if since is not None:
             request["since"] = since
         return self._call("GetQueueSeries", request)
+
+    def get_fidelity(self, ports: list[int] | None = None) -> dict:
+        """Lateness, lag given up and overruns (see ``GetFidelity`` above)."""
+        return self._call("GetFidelity", {} if ports is None else {"ports": ports})
 
     def set_sample_interval(self, interval_ms: float) -> float:
         return self._call("SetSampleInterval", {"interval_ms": interval_ms})["interval_ms"]

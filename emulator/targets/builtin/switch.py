@@ -241,6 +241,12 @@ class Switch:
         selected = None if ports is None else list(ports)
         return self.call_in_dataplane(lambda: self.dataplane.stats(selected))
 
+    def fidelity(self, ports: Iterable[int] | None = None) -> dict[str, Any]:
+        """Lateness, lag given up and overruns per port (see
+        :meth:`~.dataplane.DataPlane.fidelity`)."""
+        selected = None if ports is None else list(ports)
+        return self.call_in_dataplane(lambda: self.dataplane.fidelity(selected))
+
     def queue_series(self, ports: Iterable[int] | None = None,
                      since: float | None = None) -> dict[str, Any]:
         """The queue-depth time series (see :class:`~.tm.QueueSeries`)."""

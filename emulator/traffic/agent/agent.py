@@ -117,11 +117,14 @@ class Agent:
     def on_frame(self, nic_index: int, frame: bytes, now: float) -> None:
         self.nics[nic_index].on_frame(frame, now)
 
-    def service(self, now: float) -> None:
-        """Run due timers, then send what each NIC may send at ``now``."""
+    def service(self, now: float) -> int:
+        """Run due timers, then send what each NIC may send at ``now``;
+        returns how many frames left."""
         self.timers.run_due(now)
+        sent = 0
         for nic in self.nics:
-            nic.service(now)
+            sent += nic.service(now)
+        return sent
 
     def next_wakeup(self) -> float:
         t = self.timers.next_time()
@@ -170,6 +173,9 @@ class Agent:
             "messages": {"sent": list(self.log.sent), "received": list(self.log.received),
                          "records_dropped": self.log.dropped},
             "graph": self.graph.records(),
+            "lag_given_up": {nic.config.name: {"s": round(nic.pacer.given_up_s, 6),
+                                               "events": nic.pacer.given_up_events}
+                             for nic in self.nics},
             "config": _jsonable(self.config.to_dict()),
         }
 

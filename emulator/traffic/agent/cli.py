@@ -67,6 +67,7 @@ def run_agent(config: AgentConfig, *, announce: bool = True) -> dict[str, Any]:
             snapshot = agent.snapshot(now)
             if loop is not None:
                 snapshot["loop_turns"] = loop.turns
+                snapshot["fidelity"] = loop.fidelity(agent.wall)
             if config.run.stats_path:
                 write_stats(config.run.stats_path, snapshot)
         if control is not None:

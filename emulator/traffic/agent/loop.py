@@ -13,6 +13,15 @@ is in microseconds, then collects events with a zero-timeout ``poll``. A
 wait is never longer than ``max_wait_s`` so a stop request is seen soon
 even without a wake-up descriptor.
 
+Fidelity: the loop knows when the agent asked to run next (its next pacer
+slot or timer) and when it got to run; a turn that sends frames that late
+records the lateness (µs, :class:`~emulator.fidelity.LatenessHistogram`,
+one sample per such turn: the lateness of its first frame against the
+pacer's schedule) and the :class:`~emulator.fidelity.BehindSeries` marks
+it late when it is beyond one reference frame time at the fastest NIC's
+line rate. Turns woken early by a received frame record nothing (nothing
+was due). :meth:`EventLoop.fidelity` is what the stats file carries.
+
 Signals: :meth:`EventLoop.stop_on_signals` makes SIGTERM/SIGINT stop the
 loop at once (through ``signal.set_wakeup_fd``); whoever called
 :meth:`EventLoop.run` then writes the stats.
@@ -20,12 +29,14 @@ loop at once (through ``signal.set_wakeup_fd``); whoever called
 
 from __future__ import annotations
 
+import math
 import select
 import signal
 import socket
 import time
 from typing import Any, Callable
 
+from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
 from emulator.traffic.agent.agent import Agent
 
 Handler = Callable[[int, float], None]
@@ -46,6 +57,10 @@ class EventLoop:
         self._stop = False
         self.stop_reason: str | None = None
         self.turns = 0
+        self.late = LatenessHistogram()
+        self.behind = BehindSeries()
+        rates = [n.line_rate_bps for n in agent.config.nics if n.line_rate_bps > 0]
+        self.frame_us = frame_time_us(max(rates)) if rates else float("inf")
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
         self._old_signals: dict[int, Any] = {}
         for index, io in enumerate(backends):
@@ -121,11 +136,15 @@ class EventLoop:
         poll = self._ep.poll
         handlers = self._handlers
         max_wait = self.max_wait_s
+        late, behind, frame_us = self.late, self.behind, self.frame_us
+        due = math.inf
         while not self._stop and not agent.stopped:
             self.turns += 1
             now = clock()
-            agent.service(now)
-            timeout = agent.next_wakeup() - clock()
+            if agent.service(now) and due <= now:
+                behind.event(now, late.record_s(now - due), frame_us)
+            due = agent.next_wakeup()
+            timeout = due - clock()
             if timeout > 0:
                 if timeout > max_wait:
                     timeout = max_wait
@@ -142,6 +161,14 @@ class EventLoop:
         if agent.stopped:
             self.stop(agent.stop_reason or "agent")
         return self.stop_reason or "stop"
+
+    def fidelity(self, wall_offset: float = 0.0) -> dict[str, Any]:
+        """The loop's lateness histogram, the reference frame time it judged
+        turns by, and its behind series (bin starts in Unix time with
+        ``wall_offset``)."""
+        return {"late": self.late.to_dict(),
+                "frame_us": None if math.isinf(self.frame_us) else round(self.frame_us, 3),
+                "behind": self.behind.to_dict(wall_offset)}
 
     def close(self) -> None:
         if self._wakeup is not None:

@@ -8,7 +8,9 @@ sleeps in steps of tens of microseconds) does not slow the long-run rate
 down. The lag that may be caught up this way is bounded by ``max_lag_s``:
 over any interval of length D a pacer sends at most
 ``rate × (D + max_lag_s)`` bits plus one frame, and an idle pacer does not
-bank credit for a burst beyond that.
+bank credit for a burst beyond that. Lag beyond ``max_lag_s`` is not
+silently lost: ``given_up_s`` and ``given_up_events`` count it (a machine
+falling behind must not look like a slower link).
 
 The agent has one pacer per NIC (line rate) and one per queue pair (its
 DCQCN rate); a frame of a queue pair needs both to be free.
@@ -22,7 +24,8 @@ import math
 class Pacer:
     """Virtual-clock rate limiter; ``rate_bps`` ``inf`` (or 0) means unlimited."""
 
-    __slots__ = ("rate_bps", "overhead_bytes", "max_lag_s", "free_at", "_s_per_byte")
+    __slots__ = ("rate_bps", "overhead_bytes", "max_lag_s", "free_at", "_s_per_byte",
+                 "given_up_s", "given_up_events")
 
     def __init__(self, rate_bps: float, *, overhead_bytes: int = 0, max_lag_s: float = 1e-3,
                  start: float = 0.0) -> None:
@@ -31,6 +34,8 @@ class Pacer:
         self.overhead_bytes = overhead_bytes
         self.max_lag_s = max_lag_s
         self.free_at = start
+        self.given_up_s = 0.0
+        self.given_up_events = 0
         self.rate_bps = math.inf
         self._s_per_byte = 0.0
         self.set_rate(rate_bps)
@@ -50,6 +55,8 @@ class Pacer:
         start = self.free_at
         floor = now - self.max_lag_s
         if start < floor:
+            self.given_up_s += floor - start
+            self.given_up_events += 1
             start = floor
         self.free_at = start + (frame_bytes + self.overhead_bytes) * self._s_per_byte
         return self.free_at

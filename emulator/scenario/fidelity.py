@@ -1,0 +1,253 @@
+"""Did a live run keep up? The ``fidelity`` block of results.json.
+
+Every live process measures itself (:mod:`emulator.fidelity`): each
+built-in switch port how late its frames left against their scheduled
+departure, how long received frames waited in the socket, how many the
+kernel dropped for a full socket (overruns) and how much lag it gave up;
+each NIC agent how late its loop sent frames against its pacer's schedule
+and how much lag its line pacer gave up; the runner samples the machine's
+CPU (:mod:`.cpu`). :func:`judge` turns that into::
+
+    fidelity: {faithful, reasons, switch_late_p99_us, switch_late_max_us,
+               switch_rx_wait_p99_us, agent_late_p99_us, agent_late_max_us,
+               lag_given_up_s, rx_overruns, cpu_busy, cpu_busy_max, cores,
+               limit_us, worst, behind_spans, suggested_time_scale,
+               measured, rule}
+
+**The rule** (after Mininet-HiFi): a run is faithful when, for every
+switch port and NIC agent that carried at least :data:`MIN_EVENTS` frames,
+
+- the 99th percentile of departure lateness is at most one
+  :data:`~emulator.fidelity.REFERENCE_FRAME_BYTES` frame time at that
+  port's (NIC's) rate (120 µs at 100 Mb/s, 600 µs at 20 Mb/s),
+- the 99th percentile of the time received frames waited in a switch
+  socket is within the same bound,
+- no switch port or NIC pacer gave up lag, and
+- the kernel dropped no frame for a full socket (no receive overrun).
+
+Each broken condition is one line in ``reasons`` naming where and by how
+much; ``suggested_time_scale`` is a slowdown that should do (the present
+one times the worst excess, at least 2x and at most 10x, rounded up to 1,
+2 or 5 times a power of ten). ``behind_spans`` are the stretches (seconds
+since the run's start) in which some process had more than 1 % of its
+frames late or gave lag up: the plots shade them. ``limit_us`` is the
+strictest bound applied. CPU use is reported, not judged: a busy machine
+that still kept every frame on time measured the fabric.
+
+``measured`` lists what was measured: ``switches`` only for the built-in
+target (BMv2 has no such counters: its runs are judged on the agents alone,
+and ``reasons`` says so).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+from emulator.fidelity import REFERENCE_FRAME_BYTES, LatenessHistogram
+
+MIN_EVENTS = 20
+PERCENTILE = 0.99
+BEHIND_LATE_FRACTION = 0.01
+MAX_REASONS = 6
+RULE = (f"p99 lateness of departures (switch ports, NIC agents) and of switch receive waits "
+        f"at most one {REFERENCE_FRAME_BYTES} B frame time at the port's rate, no lag given "
+        "up, no receive overrun")
+
+
+def nice_ceil(value: float) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 50, ... at least ``value``."""
+    if value <= 1:
+        return 1
+    exp = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        if step * exp >= value - 1e-9:
+            return int(step * exp)
+    return int(10 * exp)
+
+
+def suggest_time_scale(time_scale: float, excess: float) -> int:
+    """A time scale that should be faithful when the present one ran
+    ``excess`` times over its bounds (see the module docstring)."""
+    return nice_ceil(time_scale * min(10.0, max(2.0, excess)))
+
+
+def _where(switch: str, port: Mapping[str, Any]) -> str:
+    return f"{switch} port {port['port']}"
+
+
+def judge(switches: Mapping[str, Mapping[str, Any] | None],
+          agents: Mapping[str, Mapping[str, Any] | None], cpu: Mapping[str, Any] | None, *,
+          start_unix: float, end_unix: float, time_scale: float = 1.0,
+          target: str = "builtin") -> dict[str, Any]:
+    """The ``fidelity`` block (see the module docstring). ``switches``: switch
+    name -> its ``GetFidelity`` answer (None when not read); ``agents``:
+    server -> the agent's stats (None when it wrote none)."""
+    reasons: list[tuple[float, str]] = []   # (excess, text): the worst first
+    worst: list[dict[str, Any]] = []
+    limits: list[float] = []
+    switch_late, rx_wait = LatenessHistogram(), LatenessHistogram()
+    given_up_switch = 0.0
+    overruns = 0
+
+    def bound(where: str, what: str, hist: LatenessHistogram, limit_us: float) -> None:
+        if hist.count < MIN_EVENTS or math.isinf(limit_us):
+            return
+        limits.append(limit_us)
+        p99 = hist.percentile_us(PERCENTILE) or 0
+        if p99 > limit_us:
+            excess = p99 / limit_us
+            worst.append({"where": where, "what": what, "p99_us": p99,
+                          "limit_us": round(limit_us, 1), "count": hist.count})
+            reasons.append((excess, f"{where}: p99 {what} {p99} µs > {limit_us:.0f} µs (one "
+                                    f"{REFERENCE_FRAME_BYTES} B frame at its rate)"))
+
+    for name in sorted(switches):
+        answer = switches[name]
+        if not answer:
+            continue
+        for port in answer.get("ports", ()):
+            late = LatenessHistogram.from_dict(port.get("late"))
+            wait = LatenessHistogram.from_dict(port.get("rx_wait"))
+            switch_late.add(late)
+            rx_wait.add(wait)
+            bound(_where(name, port), "departure lateness", late, port.get("frame_us") or math.inf)
+            bound(_where(name, port), "receive wait", wait, port.get("frame_us") or math.inf)
+            given_up_switch += port.get("lag_given_up_s", 0.0)
+            overruns += port.get("rx_overruns", 0)
+    agent_late = LatenessHistogram()
+    given_up_agents = 0.0
+    measured_agents = 0
+    for server in sorted(agents):
+        stats = agents[server]
+        if not stats:
+            continue
+        fid = stats.get("fidelity")
+        if fid:
+            measured_agents += 1
+            late = LatenessHistogram.from_dict(fid.get("late"))
+            agent_late.add(late)
+            bound(f"agent {server}", "send lateness", late, fid.get("frame_us") or math.inf)
+        given_up_agents += sum(v.get("s", 0.0) for v in (stats.get("lag_given_up") or {}).values())
+    given_up = round(given_up_switch + given_up_agents, 6)
+    if given_up > 0:
+        reasons.append((10.0, f"lag given up: {given_up:.4f} s (switch ports "
+                              f"{given_up_switch:.4f} s, NIC pacers {given_up_agents:.4f} s): "
+                              "the host fell so far behind that it skipped time"))
+    if overruns:
+        reasons.append((10.0, f"{overruns} frames dropped by the kernel (switch receive "
+                              "overruns): a switch did not read its sockets in time"))
+    switch_measured = any(switches.values())
+    if not switch_measured and target != "sim":
+        note = (f"switches not measured ({target} has no lateness counters): judged on the "
+                "NIC agents alone")
+    else:
+        note = None
+    reasons.sort(key=lambda r: -r[0])
+    excess = max((r[0] for r in reasons), default=1.0)
+    texts = [text for _, text in reasons]
+    if len(texts) > MAX_REASONS:
+        texts = texts[:MAX_REASONS] + [f"... and {len(texts) - MAX_REASONS} more"]
+    faithful = not reasons
+    cpu = cpu or {}
+    out: dict[str, Any] = {
+        "faithful": faithful,
+        "reasons": texts,
+        "switch_late_p99_us": switch_late.percentile_us(PERCENTILE),
+        "switch_late_max_us": switch_late.max_us if switch_late.count else None,
+        "switch_rx_wait_p99_us": rx_wait.percentile_us(PERCENTILE),
+        "agent_late_p99_us": agent_late.percentile_us(PERCENTILE),
+        "agent_late_max_us": agent_late.max_us if agent_late.count else None,
+        "lag_given_up_s": given_up,
+        "rx_overruns": overruns if switch_measured else None,
+        "cpu_busy": cpu.get("cpu_busy"),
+        "cpu_busy_max": cpu.get("cpu_busy_max"),
+        "cores": cpu.get("cores"),
+        "limit_us": round(min(limits), 1) if limits else None,
+        "worst": sorted(worst, key=lambda w: -w["p99_us"] / w["limit_us"])[:MAX_REASONS],
+        "behind_spans": behind_spans(switches, agents, start_unix, end_unix),
+        "suggested_time_scale": None if faithful else suggest_time_scale(time_scale, excess),
+        "measured": (["switches"] if switch_measured else [])
+        + (["agents"] if measured_agents else []) + (["cpu"] if cpu.get("cpu_busy") is not None
+                                                     else []),
+        "rule": RULE,
+    }
+    if note:
+        out["note"] = note
+    return out
+
+
+def _bins(series: Mapping[str, Any] | None, offset: float) -> Iterable[tuple[float, float, bool]]:
+    if not series:
+        return
+    width = series.get("interval_s", 0.01)
+    for start, events, late, _max_us, given_up_us in series.get("bins", ()):
+        behind = given_up_us > 0 or (events and late > BEHIND_LATE_FRACTION * events
+                                     and late >= 2)
+        yield start + offset, start + offset + width, bool(behind)
+
+
+def behind_spans(switches: Mapping[str, Mapping[str, Any] | None],
+                 agents: Mapping[str, Mapping[str, Any] | None],
+                 start_unix: float, end_unix: float) -> list[list[float]]:
+    """Merged ``[start_s, end_s]`` (since ``start_unix``) in which some
+    switch or agent fell behind (see the module docstring)."""
+    spans: list[tuple[float, float]] = []
+    for answer in switches.values():
+        if answer:
+            offset = answer.get("unix_offset_s", 0.0)
+            spans += [(a, b) for a, b, behind in _bins(answer.get("behind"), offset) if behind]
+    for stats in agents.values():
+        fid = (stats or {}).get("fidelity") or {}
+        spans += [(a, b) for a, b, behind in _bins(fid.get("behind"), 0.0) if behind]
+    return _merge([(max(a, start_unix) - start_unix, min(b, end_unix) - start_unix)
+                   for a, b in spans if b > start_unix and a < end_unix])
+
+
+def _merge(spans: Sequence[tuple[float, float]], gap_s: float = 0.011) -> list[list[float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + gap_s:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [[round(a, 3), round(b, 3)] for a, b in out]
+
+
+def write_behind_csv(path: Any, fidelity: Mapping[str, Any] | None) -> None:
+    """``behind.csv``: one ``start_s,end_s`` row per span the host fell behind."""
+    rows = (fidelity or {}).get("behind_spans") or []
+    with open(path, "w") as f:
+        f.write("start_s,end_s\n")
+        for a, b in rows:
+            f.write(f"{a},{b}\n")
+
+
+def summary_line(fidelity: Mapping[str, Any] | None) -> str | None:
+    """One line for the run summary: None when there is nothing to say
+    (no fidelity block, e.g. a virtual-time run)."""
+    if not fidelity:
+        return None
+    if fidelity.get("faithful"):
+        return (f"faithful: p99 lateness switches {_us(fidelity.get('switch_late_p99_us'))}, "
+                f"agents {_us(fidelity.get('agent_late_p99_us'))} (limit "
+                f"{_us(fidelity.get('limit_us'))}), no lag given up, no overrun; CPU "
+                f"{_pct(fidelity.get('cpu_busy'))} busy")
+    return "NOT FAITHFUL: " + "; ".join(fidelity.get("reasons", [])[:3])
+
+
+def fix_line(fidelity: Mapping[str, Any] | None, time_scale: float) -> str | None:
+    if not fidelity or fidelity.get("faithful"):
+        return None
+    k = fidelity.get("suggested_time_scale")
+    return (f"the numbers above measured this machine, not the fabric (CPU "
+            f"{_pct(fidelity.get('cpu_busy'))} busy); run it slower: time_scale: {k} in the "
+            f"scenario or --time-scale {k} (now {time_scale:g}), or --time-scale auto")
+
+
+def _us(value: Any) -> str:
+    return "n/a" if value is None else f"{value:g} µs"
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f} %"

@@ -1,0 +1,216 @@
+"""The fidelity monitor's pieces without root: the lateness histogram, the
+switch data plane's lateness and lag accounting on a virtual clock, the
+host-link receive side (``rx_link``), the NIC pacer's lag given up, the
+agent loop's lateness, the runner's judgement and what the summary says."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from emulator.fidelity import (
+    REFERENCE_FRAME_BYTES, BehindSeries, LatenessHistogram, frame_time_us, merge_histograms,
+)
+from emulator.fidelity.lateness import bucket_of, bucket_upper_us
+from emulator.scenario.cpu import CpuSampler, read_cpu_times
+from emulator.scenario.fidelity import (
+    behind_spans, fix_line, judge, nice_ceil, suggest_time_scale, summary_line,
+)
+from emulator.targets.builtin.config import PortConfig
+from emulator.targets.builtin.dataplane import MAX_LAG_S
+from emulator.traffic.agent.pacing import Pacer
+from tests.unit.test_builtin_support import ipv4_frame, make_dataplane
+
+
+# -- the histogram ---------------------------------------------------------------------
+
+def test_buckets_are_exact_then_within_an_eighth():
+    assert [bucket_of(us) for us in range(32)] == list(range(32))
+    previous = 31
+    for us in range(32, 200_000, 7):
+        index = bucket_of(us)
+        assert index >= previous
+        previous = index
+        upper = bucket_upper_us(index)
+        assert us <= upper and upper - us <= us / 8 + 1
+        assert index == 0 or bucket_upper_us(index - 1) < us
+
+
+def test_percentiles_never_below_the_truth_and_merge():
+    h = LatenessHistogram()
+    for us in range(1, 1001):
+        h.record_s(us * 1e-6)
+    h.record_s(-1.0)  # early counts as on time
+    assert h.count == 1001 and h.max_us == 1000
+    p99 = h.percentile_us(0.99)
+    assert 990 <= p99 <= 990 * 1.13
+    assert h.percentile_us(1.0) == 1000
+    assert h.fraction_over_us(500) == pytest.approx(0.5, abs=0.07)
+    again = LatenessHistogram.from_dict(h.to_dict())
+    assert again.to_dict() == h.to_dict()
+    both = merge_histograms([h.to_dict(), None, again])
+    assert both.count == 2002 and both.percentile_us(0.99) == p99
+    assert LatenessHistogram().percentile_us(0.99) is None
+
+
+def test_frame_time_of_the_reference_frame():
+    assert REFERENCE_FRAME_BYTES == 1500
+    assert frame_time_us(100e6) == pytest.approx(120.0)
+    assert frame_time_us(1e9) == pytest.approx(12.0)
+    assert math.isinf(frame_time_us(0))
+
+
+def test_behind_series_bins_late_events_and_lag():
+    s = BehindSeries(interval_s=0.01)
+    s.event(0.001, 50, 120)
+    s.event(0.002, 500, 120)
+    s.gave_up(0.015, 0.002)
+    d = s.to_dict(unix_offset_s=100.0)
+    assert d["bins"] == [[100.0, 2, 1, 500, 0], [100.01, 0, 0, 0, 2000]]
+
+
+# -- the switch data plane ----------------------------------------------------------------
+
+def test_on_time_departures_are_not_late():
+    dp, clock, ports = make_dataplane({1: PortConfig(), 2: PortConfig(rate_bps=10e6)})
+    for i in range(20):
+        dp.receive(1, ipv4_frame(2, 1000, ident=i))
+    while dp.next_deadline() is not None:
+        clock.t = dp.next_deadline()
+        dp.run_due(clock.t)
+    port = dp.fidelity([2])["ports"][0]
+    assert port["late"]["count"] == 20 and port["late"]["max_us"] == 0
+    assert port["lag_given_up_s"] == 0 and port["frame_us"] == pytest.approx(1200.0)
+
+
+def test_late_departures_are_measured_and_lag_beyond_max_is_counted():
+    dp, clock, ports = make_dataplane({1: PortConfig(), 2: PortConfig(rate_bps=10e6)})
+    for i in range(10):
+        dp.receive(1, ipv4_frame(2, 1000, ident=i))
+    clock.t = 0.003  # the loop comes back 3 ms late: the first frames leave late
+    dp.run_due(clock.t)
+    late = LatenessHistogram.from_dict(dp.fidelity([2])["ports"][0]["late"])
+    assert late.count >= 2 and late.max_us >= 2000
+    # 50 ms asleep with frames queued: more than MAX_LAG_S is given up, and counted
+    clock.t = 0.053
+    dp.run_due(clock.t)
+    port = dp.fidelity([2])["ports"][0]
+    assert port["lag_given_up_events"] >= 1
+    assert port["lag_given_up_s"] == pytest.approx(0.053 - MAX_LAG_S - 0.0048, abs=0.002)
+    behind = dp.fidelity()["behind"]["bins"]
+    assert any(row[4] > 0 for row in behind) and any(row[2] > 0 for row in behind)
+    dp.reset_stats()
+    port = dp.fidelity([2])["ports"][0]
+    assert port["late"]["count"] == 0 and port["lag_given_up_s"] == 0
+    assert dp.fidelity()["behind"]["bins"] == []
+
+
+def test_rx_link_delays_and_serialises_frames_from_a_nic():
+    # port 1 faces a NIC: a frame handed over at t enters ingress after its
+    # serialisation at 10 Mb/s plus 100 us of delay; frames read together
+    # arrive one serialisation apart, in order
+    dp, clock, ports = make_dataplane({1: PortConfig(rate_bps=10e6, delay_us=100, rx_link=True),
+                                       2: PortConfig()})
+    dp.receive(1, ipv4_frame(2, 1000, ident=1))
+    dp.receive(1, ipv4_frame(2, 1000, ident=2))
+    dp.run_due(0.0)
+    assert ports[2].sent == []
+    times = []
+    while dp.next_deadline() is not None:
+        clock.t = dp.next_deadline()
+        dp.run_due(clock.t)
+        times += [t for t, _ in ports[2].sent[len(times):]]
+    assert times == pytest.approx([0.0008 + 0.0001, 0.0016 + 0.0001])
+    assert PortConfig().updated({"rx_link": "true"}).rx_link is True
+    assert PortConfig().to_dict()["rx_link"] is False
+
+
+# -- NIC pacer and loop ---------------------------------------------------------------------
+
+def test_pacer_counts_the_lag_it_gives_up():
+    p = Pacer(8e6, max_lag_s=0.001)   # 1 us per byte
+    p.consume(1000, 0.0)              # free at 1 ms
+    assert p.given_up_s == 0
+    p.consume(1000, 0.0105)           # 9.5 ms late, 1 ms may be caught up
+    assert p.given_up_events == 1 and p.given_up_s == pytest.approx(0.0085)
+
+
+# -- judging a run ---------------------------------------------------------------------------
+
+def _hist(values_us):
+    h = LatenessHistogram()
+    for v in values_us:
+        h.record_s(v * 1e-6)
+    return h.to_dict()
+
+
+def _switch(late_us, wait_us=(), given_up=0.0, overruns=0, frame_us=120.0):
+    return {"unix_offset_s": 0.0, "ports": [{
+        "port": 1, "name": "p1", "rate_bps": 100e6, "frame_us": frame_us,
+        "late": _hist(late_us), "rx_wait": _hist(wait_us), "lag_given_up_s": given_up,
+        "lag_given_up_events": int(given_up > 0), "rx_overruns": overruns}],
+        "behind": {"interval_s": 0.01, "bins": [[10.5, 100, 50, 900, 0]]}}
+
+
+def _agent(late_us, given_up=0.0, frame_us=120.0):
+    return {"fidelity": {"late": _hist(late_us), "frame_us": frame_us,
+                         "behind": {"interval_s": 0.01, "bins": []}},
+            "lag_given_up": {"eth0": {"s": given_up, "events": int(given_up > 0)}}}
+
+
+def test_a_run_that_kept_up_is_faithful():
+    f = judge({"s1": _switch([5] * 100, [3] * 100)}, {"h1": _agent([10] * 100)},
+              {"cpu_busy": 0.4, "cpu_busy_max": 0.6, "cores": 2}, start_unix=10.0,
+              end_unix=12.0)
+    assert f["faithful"] is True and f["reasons"] == [] and f["suggested_time_scale"] is None
+    assert f["switch_late_p99_us"] == 5 and f["agent_late_p99_us"] == 10
+    assert f["lag_given_up_s"] == 0 and f["rx_overruns"] == 0 and f["limit_us"] == 120.0
+    assert f["measured"] == ["switches", "agents", "cpu"]
+    assert "faithful" in summary_line(f) and fix_line(f, 1) is None
+
+
+def test_each_broken_condition_is_a_reason():
+    f = judge({"s1": _switch([5] * 90 + [900] * 10, [3] * 100, given_up=0.01, overruns=3)},
+              {"h1": _agent([10] * 100, given_up=0.002)}, None, start_unix=10.0,
+              end_unix=12.0, time_scale=4)
+    assert f["faithful"] is False
+    text = " ".join(f["reasons"])
+    assert "s1 port 1: p99 departure lateness" in text and "lag given up: 0.0120 s" in text
+    assert "3 frames dropped by the kernel" in text
+    assert f["suggested_time_scale"] == 50  # 4 x 10 (the worst excess, capped), rounded up
+    assert f["behind_spans"] == [[0.5, 0.51]]
+    assert "NOT FAITHFUL" in summary_line(f)
+    assert "time_scale: 50" in fix_line(f, 4)
+
+
+def test_few_frames_are_not_judged_and_bmv2_is_judged_on_agents():
+    f = judge({"s1": _switch([9000] * 5)}, {}, None, start_unix=0, end_unix=1)
+    assert f["faithful"] is True and f["limit_us"] is None
+    g = judge({}, {"h1": _agent([10] * 100)}, None, start_unix=0, end_unix=1, target="bmv2")
+    assert g["faithful"] is True and g["measured"] == ["agents"] and "bmv2" in g["note"]
+    assert g["rx_overruns"] is None
+
+
+def test_behind_spans_merge_and_clip_to_the_run():
+    sw = {"s1": {"unix_offset_s": 100.0, "behind": {"interval_s": 0.01, "bins": [
+        [0.0, 10, 5, 1, 0], [0.01, 10, 0, 1, 0], [0.02, 10, 0, 0, 5], [5.0, 10, 10, 9, 0]]}}}
+    assert behind_spans(sw, {}, 100.005, 102.0) == [[0.0, 0.025]]
+
+
+def test_nice_time_scales():
+    assert [nice_ceil(v) for v in (0.5, 1, 1.5, 2, 3, 7, 11, 40, 400)] == \
+        [1, 1, 2, 2, 5, 10, 20, 50, 500]
+    assert suggest_time_scale(1, 1.1) == 2 and suggest_time_scale(10, 100) == 100
+
+
+def test_cpu_sampler_reads_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\n")
+    assert read_cpu_times(str(stat)) == (200, 1000)
+    sampler = CpuSampler(interval_s=0.01, path=str(stat)).start()
+    stat.write_text("cpu  200 0 200 900 0 0 0 0 0 0\n")  # 200 busy of 300
+    sampler.stop()
+    result = sampler.result()
+    assert result["cpu_busy"] == pytest.approx(0.667, abs=0.001) and result["cores"] >= 1
+    assert CpuSampler(path=str(tmp_path / "none")).start().result()["cpu_busy"] is None
