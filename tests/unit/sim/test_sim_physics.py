@@ -9,6 +9,7 @@ against 512 bit times per quantum to 1 %.
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -185,23 +186,27 @@ def test_rail_aligned_all_reduce_stays_off_the_spines(tmp_path: Path) -> None:
     assert crossed["totals"]["spine_bytes"] > 16_000_000
 
 
-@pytest.mark.parametrize("n", [2, 4, 8])
-def test_dcqcn_incast_is_lossless_and_keeps_the_port_busy(tmp_path: Path, n: int) -> None:
+@pytest.mark.parametrize("n, duration_ms", [(2, 20), (4, 20), (8, 40)])
+def test_dcqcn_incast_settles_busy_fair_and_short(tmp_path: Path, n: int,
+                                                  duration_ms: int) -> None:
     """N-to-1 at 100 Gb/s, DCQCN with the paper's parameters as incast-dc
     writes them, scaled from 400 to 100 Gb/s (Kmin/Kmax 12.5/100 KB, Pmax
-    0.2, AI 100 Mb/s, timers 55 us, N 50 us), 16 MB per sender, PFC on:
-    lossless, every sender cut, the bottleneck busy most of the time and
-    the shares close (see the bounds: what DCQCN with g = 1/256 reaches
-    before α has converged)."""
-    size = 16_000_000
+    0.2, R_AI 100 Mb/s, T = K = 55 us, N = 50 us, g = 1/256), PFC XOFF
+    50 KB, every sender unlimited for 20 ms (8 senders: 40 ms, their shares
+    take longer to even out). Judged on the second half (alpha has settled
+    by then; with g = 1/256 that takes milliseconds): lossless,
+    the bottleneck busy >= 90 % of the time (payload plus headers), goodput
+    spread <= 0.2, and the queue working in the marking band: it reaches
+    Kmin and never passes Kmax (so PFC has nothing left to do)."""
+    kmin, kmax, duration = 12_500, 100_000, duration_ms / 1e3
     data = scenario(f"incast{n}", topology(n + 1, 1, rate="100Gbps", delay="1us"),
                     {"generators": [{"kind": "incast", "id": "in",
                                      "senders": [f"srv[0-{n - 1}]/gpu0"],
-                                     "receiver": f"srv{n}/gpu0", "size": "16MB",
+                                     "receiver": f"srv{n}/gpu0", "size": "unlimited",
                                      "start": "0s"}]},
-                    duration=f"{2 * n + 4}ms",
+                    duration=f"{duration_ms}ms",
                     switches={"buffer": "2MB",
-                              "ecn": {"enabled": True, "kmin": "12500B", "kmax": "100KB",
+                              "ecn": {"enabled": True, "kmin": f"{kmin}B", "kmax": f"{kmax}B",
                                       "pmax": 0.2},
                               "pfc": {"enabled": True, "xoff": "50KB", "xon": "37500B"}},
                     hosts={"dcqcn": {"enabled": True, "g": 0.00390625, "rate_ai": "100Mbps",
@@ -209,16 +214,28 @@ def test_dcqcn_incast_is_lossless_and_keeps_the_port_busy(tmp_path: Path, n: int
                                      "alpha_timer": "55us", "byte_counter": "10MB",
                                      "fast_recovery_steps": 5, "cnp_interval": "50us"}})
     results = run(data, tmp_path)
-    totals = results["totals"]
-    assert totals["flows_incomplete"] == 0 and totals["drops"] == 0
+    assert results["totals"]["drops"] == 0 and results["totals"]["retransmits"] == 0
     assert all(f["rate_cuts"] > 0 for f in results["flows"])
-    wire, _ = write_wire_bytes(size)
-    busy = n * wire * 8 / 100e9 / totals["max_fct_s"]
-    assert busy >= 0.75
-    assert totals["goodput_spread"] <= 0.3
-    queue = max(s["max_qdepth"]["bytes"] for s in results["switches"][f"leaf-r0-0"][str(n + 1)]
-                .values())
-    assert queue <= 2_000_000
+    half = (duration / 2, duration * 0.98)  # the last bins hold the stop
+    rx: dict[str, float] = {}
+    bins: set[float] = set()
+    with open(tmp_path / "series.csv") as fh:
+        for row in csv.DictReader(fh):
+            t = float(row["t_s"])
+            if half[0] <= t < half[1]:
+                rx[row["flow"]] = rx.get(row["flow"], 0.0) + float(row["rx_bps"])
+                bins.add(t)
+    rates = {flow: total / len(bins) for flow, total in rx.items()}
+    assert len(rates) == n
+    busy = sum(rates.values()) * (1024 + 58) / 1024 / 100e9
+    assert busy >= 0.90, (busy, rates)
+    spread = (max(rates.values()) - min(rates.values())) / max(rates.values())
+    assert spread <= 0.2, rates
+    with open(tmp_path / "queues.csv") as fh:
+        depths = [int(r["depth_bytes"]) for r in csv.DictReader(fh)
+                  if r["switch"] == "leaf-r0-0" and r["port"] == str(n + 1)
+                  and r["priority"] == "3" and half[0] <= float(r["t_s"]) < half[1]]
+    assert depths and kmin <= max(depths) <= kmax, max(depths)
 
 
 def test_red_marking_follows_the_kmin_kmax_pmax_line(tmp_path: Path) -> None:
