@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from emulator.scenario.errors import ScenarioError
 from emulator.scenario.schema import TARGETS
 
 
@@ -23,9 +24,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("scenario", metavar="SCENARIO", help="scenario file (scenarios/*.yaml)")
     p.add_argument("--target", choices=TARGETS, help="target instead of the file's: builtin, bmv2 (live) or sim (virtual time)")
+    p.add_argument("--time-scale", metavar="auto|N",
+                   help="time scale instead of the file's: a number >= 1, or auto (the least "
+                        "slowdown at which this machine keeps up with the scenario's load)")
     p.add_argument("--out", help="results directory (default results/<name>-<timestamp>/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
+
+
+def parse_time_scale(text: str | None) -> float | str | None:
+    """``--time-scale``: None, ``auto`` or a number >= 1 (a whole number as int)."""
+    if text is None:
+        return None
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 1 or value == float("inf"):
+        raise ScenarioError(f"--time-scale {text!r}: give a number >= 1 or auto")
+    return int(value) if value.is_integer() else value
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -36,7 +55,8 @@ def _run(args: argparse.Namespace) -> int:
     from emulator.scenario.runner import default_out_dir, run_scenario
 
     console = Console()
-    scenario = load_scenario(args.scenario, target_override=args.target)
+    scenario = load_scenario(args.scenario, target_override=args.target,
+                             time_scale_override=parse_time_scale(args.time_scale))
     out = Path(args.out) if args.out else default_out_dir(scenario)
     results = run_scenario(scenario, out, progress=not args.no_progress,
                            log=lambda msg: console.print(f"[dim]{msg}[/]"))

@@ -10,6 +10,8 @@ without depending on each other or on anything above them.
   percentiles, merging and a JSON form; :class:`~.lateness.BehindSeries`,
   per time bin, how many departures were late beyond a frame time and how
   much lag was given up.
+- :mod:`.process`: process settings that keep a live process on time
+  (timer slack).
 """
 
 from emulator.fidelity.lateness import (

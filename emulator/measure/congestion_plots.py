@@ -28,6 +28,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from emulator.measure.behind import shade_behind  # noqa: E402
+
 MAX_FLOWS = 8            # flows drawn one by one; the rest are summed as "other flows"
 SMOOTH_BINS = 5          # bins averaged in the thick goodput line
 MAX_PAUSE_ROWS = 24      # pause rows drawn (those paused longest)
@@ -188,7 +190,8 @@ def rate_lines(ax: Any, series: dict[str, dict[float, float]], bin_s: float,
 
 
 def plot_ecn_cnp(rows: Sequence[dict[str, Any]], path: str | Path, *, title: str = "",
-                 duration_s: float | None = None, missing: str | None = None) -> Path:
+                 duration_s: float | None = None, missing: str | None = None,
+                 behind: Sequence[tuple[float, float]] = ()) -> Path:
     """Draw ``ecn_cnp.png`` (see the module docstring) from ``series.csv`` rows."""
     ce = per_flow(rows, ("ce_packets",))
     marked = any(v for s in ce.values() for v in s.values())
@@ -241,6 +244,7 @@ def plot_ecn_cnp(rows: Sequence[dict[str, Any]], path: str | Path, *, title: str
     if end > 0:
         ax_tx.set_xlim(min([0.0] + [t for s in tx.values() for t in s]), end)
     fig.tight_layout()
+    shade_behind(fig, behind)
     return save(fig, path)
 
 
@@ -264,7 +268,8 @@ def _pause_label(key: PauseKey) -> str:
 
 
 def plot_pauses(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
-                duration_s: float | None = None, missing: str | None = None) -> Path:
+                duration_s: float | None = None, missing: str | None = None,
+                behind: Sequence[tuple[float, float]] = ()) -> Path:
     """Draw ``pauses.png`` (see the module docstring) from ``pauses.csv`` rows."""
     series = pause_series(rows)
     heading = "PFC pauses" + (f": {title}" if title else "")
@@ -276,6 +281,7 @@ def plot_pauses(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str 
         ax.set_xlabel("time since run start (s)")
         ax.set_xlim(0, duration_s or 1.0)
         fig.tight_layout()
+        shade_behind(fig, behind)
         return save(fig, path)
     total = {k: sum(b - a for a, b in spans) for k, spans in series.items()}
     keys = sorted(series, key=lambda k: -total[k])[:MAX_PAUSE_ROWS]
@@ -308,4 +314,5 @@ def plot_pauses(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str 
               loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8,
               frameon=False, borderaxespad=0.2)
     fig.tight_layout()
+    shade_behind(fig, behind)
     return save(fig, path)

@@ -13,7 +13,9 @@
 
 :func:`plot_run` draws them all into a run directory (the runner calls it
 after every run, also partial ones); a CSV that is missing or empty gives a
-plot that says so. Times are seconds since the run's common start.
+plot that says so. Times are seconds since the run's common start. The
+spans of ``behind.csv`` (where a live run's host fell behind) are shaded
+red on every timeline (:mod:`.behind`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from emulator.measure.behind import read_behind, shade_behind  # noqa: E402
 from emulator.measure.congestion_plots import (  # noqa: E402
     draw_goodput, empty, flow_colors, plot_ecn_cnp, plot_pauses,
 )
@@ -94,7 +97,8 @@ def _empty(ax: Any, text: str) -> None:
 
 
 def plot_queue_depth(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
-                     top: int = TOP_QUEUES, duration_s: float | None = None) -> Path:
+                     top: int = TOP_QUEUES, duration_s: float | None = None,
+                     behind: Sequence[tuple[float, float]] = ()) -> Path:
     """Draw ``queue_depth.png`` (see the module docstring) from ``queues.csv`` rows."""
     series = queue_series(rows)
     keys = top_queues(series, top)
@@ -147,6 +151,7 @@ def plot_queue_depth(rows: Iterable[dict[str, Any]], path: str | Path, *, title:
             ax.set_xlim(left=min(0.0, min(series[k][0][0] for k in keys)),
                         right=max(duration_s, max(series[k][-1][0] for k in keys)))
     fig.tight_layout()
+    shade_behind(fig, behind)
     out = Path(path)
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -168,7 +173,8 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
                     duration_s: float | None = None,
                     series_rows: Sequence[dict[str, Any]] | None = None,
                     flows: Sequence[dict[str, Any]] = (),
-                    series_missing: str = "no series.csv: throughput not measured") -> Path:
+                    series_missing: str = "no series.csv: throughput not measured",
+                    behind: Sequence[tuple[float, float]] = ()) -> Path:
     """Draw ``flow_rates.png`` (see the module docstring) from ``rates.csv``
     rows, ``series.csv`` rows and the ``flows`` of results.json."""
     series = rate_series(rows)
@@ -221,6 +227,7 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
     if end > 0:
         ax.set_xlim(left=0.0, right=end)
     fig.tight_layout()
+    shade_behind(fig, behind)
     out = Path(path)
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -243,17 +250,18 @@ def plot_run(out_dir: str | Path, *, title: str = "",
     series = read_csv(d / "series.csv") if (d / "series.csv").exists() else None
     no_series = "no series.csv in the run directory (the run stopped before it was written)"
     no_pauses = "no pauses.csv in the run directory (the run stopped before it was written)"
+    behind = read_behind(d)
     return [
         plot_queue_depth(read_csv(d / "queues.csv"), d / "queue_depth.png", title=title,
-                         duration_s=duration_s),
+                         duration_s=duration_s, behind=behind),
         plot_flow_rates(read_csv(d / "rates.csv"), d / "flow_rates.png", title=title,
                         duration_s=duration_s, series_rows=series, flows=_flows(d),
-                        series_missing=no_series),
+                        series_missing=no_series, behind=behind),
         plot_pauses(read_csv(d / "pauses.csv"), d / "pauses.png", title=title,
                     duration_s=duration_s,
-                    missing=None if (d / "pauses.csv").exists() else no_pauses),
+                    missing=None if (d / "pauses.csv").exists() else no_pauses, behind=behind),
         plot_ecn_cnp(series or [], d / "ecn_cnp.png", title=title, duration_s=duration_s,
-                     missing=None if series is not None else no_series),
+                     missing=None if series is not None else no_series, behind=behind),
     ] + [p for p in [plot_utilisation(d, title=title)] if p is not None]
 
 

@@ -10,7 +10,11 @@ Contents, one column per run:
   flows completed / total, max FCT, total goodput (Σ of the flows'
   ``goodput_bps``), drops, ECN marks, CNPs sent, PFC frames sent, paused
   time, retransmits, spine bytes, ECMP imbalance, busiest link and fabric
-  link utilisation, expectation checks passed / failed (failed ones named).
+  link utilisation, expectation checks passed / failed (failed ones named),
+  and fidelity: which clock produced the figures and, for a live run,
+  whether it kept up (faithful or not, with its p99 lateness, lag given up,
+  CPU use and the first reason; runs from before the monitor say "not
+  measured").
   A cell that differs from the first run's is marked. With a ``time_scale``
   other than 1 (in results.json, else scenario.json), a time or rate whose
   data-centre twin is in the results (``X_dc_s`` next to ``X_s``,
@@ -230,12 +234,43 @@ def _total(key: str, fmt: Callable[[Any], str]) -> Callable[[Run], str]:
     return lambda run: with_dc(run, run.totals, key, fmt)
 
 
+def _clock(run: Run) -> str:
+    target = run.results.get("target")
+    if target == "sim":
+        return "virtual time (sim)"
+    return DASH if target is None else f"live ({target})"
+
+
+def _fidelity(run: Run) -> str:
+    """Faithful or not, with the figures behind it (live runs)."""
+    if run.results.get("target") == "sim":
+        return "exact (virtual time)"
+    f = run.results.get("fidelity")
+    if not f:
+        return "not measured"
+    figures = (f"p99 late: switches {_us(f.get('switch_late_p99_us'))}, agents "
+               f"{_us(f.get('agent_late_p99_us'))} (limit {_us(f.get('limit_us'))}); lag given "
+               f"up {f.get('lag_given_up_s', 0):g} s; CPU {fmt_fraction(f.get('cpu_busy'))}")
+    if f.get("faithful"):
+        return f"faithful\n{figures}"
+    reasons = f.get("reasons") or []
+    fix = f.get("suggested_time_scale")
+    return "\n".join(["NOT FAITHFUL", figures] + reasons[:2]
+                     + ([f"try time_scale {fix}"] if fix else []))
+
+
+def _us(value: Any) -> str:
+    return DASH if value is None else f"{value:g} µs"
+
+
 ROWS: tuple[tuple[str, Callable[[Run], str]], ...] = (
     ("scenario", lambda r: str(r.results.get("scenario") or DASH)),
     ("description", lambda r: str(r.scenario.get("description") or DASH)),
     ("expect", lambda r: str(r.scenario.get("expect") or DASH)),
     ("topology", _topology),
     ("target", lambda r: str(r.results.get("target") or DASH)),
+    ("clock", _clock),
+    ("fidelity", _fidelity),
     ("duration", lambda r: with_dc(r, r.results, "duration_s", fmt_seconds)),
     ("partial", lambda r: "yes" if r.results.get("partial") else "no"),
     ("flows completed", _flows_done),
@@ -260,7 +295,7 @@ def comparison_rows(runs: Sequence[Run]) -> list[tuple[str, list[str]]]:
     scale when any run is time-scaled."""
     rows = [(label, [get(run) for run in runs]) for label, get in ROWS]
     if any(run.time_scale != 1 for run in runs):
-        rows.insert(6, ("time scale", [f"{run.time_scale:g}" for run in runs]))
+        rows.insert(8, ("time scale", [f"{run.time_scale:g}" for run in runs]))
     return rows
 
 
@@ -329,7 +364,8 @@ def _is_bad(label: str, cell: str) -> bool:
         done, total = cell.split(" / ")
         return done != total
     return ((label == "partial" and cell == "yes")
-            or (label == "checks" and "FAIL" in cell))
+            or (label == "checks" and "FAIL" in cell)
+            or (label == "fidelity" and cell.startswith("NOT FAITHFUL")))
 
 
 def render_html(runs: Sequence[Run]) -> str:

@@ -40,6 +40,10 @@ BUILTIN_BINARY = "aifabric-switch"
 BUILTIN_MODULE = "emulator.targets.builtin.cli"
 DEFAULT_START_TIMEOUT_S = 30.0
 DEFAULT_STOP_GRACE_S = 3.0
+# Built-in switches run their data plane at this SCHED_FIFO priority while it
+# stays light (emulator.fidelity.process.RealtimeGuard): on a machine busy
+# with other work, a woken switch then sends on time.
+REALTIME_PRIORITY = 10
 
 
 class P4SwitchNode(Switch):
@@ -172,7 +176,8 @@ class BuiltinSwitchNode(P4SwitchNode):
 
     def target_args(self) -> list[str]:
         spec = self.launch_spec
-        args = ["--seed", str(switch_seed(spec.run_seed, spec.name))]
+        args = ["--seed", str(switch_seed(spec.run_seed, spec.name)),
+                "--rt-priority", str(REALTIME_PRIORITY)]
         return args + (["--port-config", spec.port_config_file] if spec.port_config_file else [])
 
 

@@ -11,8 +11,13 @@ CPU (:mod:`.cpu`). :func:`judge` turns that into::
     fidelity: {faithful, reasons, switch_late_p99_us, switch_late_max_us,
                switch_rx_wait_p99_us, agent_late_p99_us, agent_late_max_us,
                lag_given_up_s, rx_overruns, cpu_busy, cpu_busy_max, cores,
-               limit_us, worst, behind_spans, suggested_time_scale,
+               limit_us, realtime, worst, behind_spans, suggested_time_scale,
                measured, rule}
+
+``realtime``: how many processes ran at a real-time priority (switch data
+planes and agents do while they stay light, see
+:class:`emulator.fidelity.process.RealtimeGuard`) and which ones lost it
+for using too much CPU (each such loss is also a reason).
 
 **The rule** (after Mininet-HiFi): a run is faithful when, for every
 switch port and NIC agent that carried at least :data:`MIN_EVENTS` frames,
@@ -102,10 +107,23 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
             reasons.append((excess, f"{where}: p99 {what} {p99} µs > {limit_us:.0f} µs (one "
                                     f"{REFERENCE_FRAME_BYTES} B frame at its rate)"))
 
+    realtime = {"processes": 0, "demoted": []}
+
+    def scheduling(who: str, rt: Mapping[str, Any] | None) -> None:
+        if not rt:
+            return
+        if rt.get("priority"):
+            realtime["processes"] += 1
+        if rt.get("demoted"):
+            realtime["demoted"].append(who)
+            reasons.append((5.0, f"{who} used {100 * (rt.get('demoted_share') or 0):.0f} % of a "
+                                 "core and lost its real-time priority: it was overloaded"))
+
     for name in sorted(switches):
         answer = switches[name]
         if not answer:
             continue
+        scheduling(f"switch {name}", answer.get("realtime"))
         for port in answer.get("ports", ()):
             late = LatenessHistogram.from_dict(port.get("late"))
             wait = LatenessHistogram.from_dict(port.get("rx_wait"))
@@ -125,6 +143,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
         fid = stats.get("fidelity")
         if fid:
             measured_agents += 1
+            scheduling(f"agent {server}", fid.get("realtime"))
             late = LatenessHistogram.from_dict(fid.get("late"))
             agent_late.add(late)
             bound(f"agent {server}", "send lateness", late, fid.get("frame_us") or math.inf)
@@ -164,6 +183,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
         "cpu_busy_max": cpu.get("cpu_busy_max"),
         "cores": cpu.get("cores"),
         "limit_us": round(min(limits), 1) if limits else None,
+        "realtime": realtime,
         "worst": sorted(worst, key=lambda w: -w["p99_us"] / w["limit_us"])[:MAX_REASONS],
         "behind_spans": behind_spans(switches, agents, start_unix, end_unix),
         "suggested_time_scale": None if faithful else suggest_time_scale(time_scale, excess),

@@ -15,7 +15,12 @@ checks in this order, stopping at the first problem, which becomes one
    rates ÷ k and times × k, the file's own values in ``.written``; a link
    too fast to emulate is an error naming ``time_scale``. On the ``sim``
    target (virtual time) nothing is scaled: the scenario runs as written,
-   with ``time_scale`` recorded as 1 (:func:`~.scale.native`).
+   with ``time_scale`` recorded as 1 (:func:`~.scale.native`). ``auto``
+   (in the file, or given as ``time_scale_override``, the CLI's
+   ``--time-scale``) is chosen from the load the scenario will offer
+   against this machine's per-frame cost (:mod:`.budget`), after every
+   other check; the choice and its budget are kept in
+   ``Scenario.time_scale_choice``.
 """
 
 from __future__ import annotations
@@ -33,16 +38,21 @@ from emulator.topology import Topology, TopologyError, build_topology, load_topo
 from emulator.topology.loader import read_yaml_file
 
 
-def load_scenario(path: str | PathLike[str], target_override: str | None = None) -> Scenario:
+def load_scenario(path: str | PathLike[str], target_override: str | None = None,
+                  time_scale_override: float | str | None = None) -> Scenario:
     """Read, check and resolve the scenario file at ``path``.
 
-    ``target_override`` (the CLI's ``--target``) replaces the file's target.
+    ``target_override`` (the CLI's ``--target``) replaces the file's target,
+    ``time_scale_override`` (``--time-scale``: a number >= 1 or ``auto``) its
+    time scale.
     """
     source = str(path)
     try:
         data, lines = read_yaml_file(path, "scenario")
     except TopologyError as exc:  # the shared YAML reader speaks of topologies' errors
         raise ScenarioError(str(exc)) from None
+    if time_scale_override is not None and isinstance(data, dict):
+        data = {**data, "time_scale": time_scale_override}
     return scenario_from_dict(data, source, Path(path).parent, target_override, lines)
 
 
@@ -83,8 +93,8 @@ def scenario_from_dict(data: object, source: str = "<dict>",
         expect=data.get("expect", ""),
         target=target_override or data.get("target", Scenario.target),
         seed=data.get("seed", Scenario.seed),
-        time_scale=scale.resolve_time_scale(data.get("time_scale", Scenario.time_scale),
-                                            topology),
+        time_scale=1 if data.get("time_scale") == scale.AUTO
+        else data.get("time_scale", Scenario.time_scale),
         switches=switches,
         hosts=parse.host_settings(ctx, data.get("hosts", {})),
         flows=parse.flows(ctx, workload.get("flows", []), switches.priorities),
@@ -98,7 +108,7 @@ def scenario_from_dict(data: object, source: str = "<dict>",
     checked = checks.check_scenario(scenario, where)
     if checked.target == "sim":
         return scale.native(checked)
-    return scale.emulated(checked, where)
+    return scale.emulated(scale.with_choice(checked, data.get("time_scale")), where)
 
 
 def _whole_numbers(value: Any) -> Any:

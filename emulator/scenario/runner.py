@@ -95,6 +95,8 @@ START_PER_AGENT_S = 0.25
 READY_TIMEOUT_S = 60.0
 SAFETY_S = 30.0
 STORM_EVENTS = ("pfc_storm_start", "pfc_storm_stop")
+# NIC agents' SCHED_FIFO priority while they stay light (RealtimeGuard).
+AGENT_REALTIME_PRIORITY = 10
 
 
 def link_interfaces(scenario: Scenario, switch_ifaces: dict[str, dict[int, str]],
@@ -201,6 +203,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             # agents
             start_unix = time.time() + START_MARGIN_S + START_PER_AGENT_S * len(servers)
             configs = build_agent_configs(scenario, flows, start_unix, qps, graph)
+            for config in configs.values():  # live: agents on time on a busy machine
+                config["run"]["realtime_priority"] = AGENT_REALTIME_PRIORITY
             safety = start_unix - time.time() + scenario.duration_s + SAFETY_S
             agents: dict[str, AgentProcess] = {}
 
@@ -268,6 +272,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                                 queue_stats, queue_series, start_unix, end_unix, partial,
                                 {"events": events_done, "errors": errors, "timings": timings,
                                  "fidelity": fidelity,
+                                 **({"time_scale_choice": scenario.time_scale_choice}
+                                    if scenario.time_scale_choice else {}),
                                  **({"captures": captures} if captures else {})}), say)
 
 

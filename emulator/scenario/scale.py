@@ -34,11 +34,17 @@ The rule is by unit suffix, so it covers every field of the typed spec
 agent keeps its own defaults, which are already sized for the emulated
 line rate (:func:`emulation_warnings` says so when k ≠ 1).
 
-``time_scale: auto`` picks the smallest power of ten that brings the
-fastest link down to :data:`COMFORTABLE_RATE_BPS` (400 Gb/s → 10⁴, 40 Mb/s).
-An emulated link faster than :data:`MAX_EMULATED_RATE_BPS` is an error
-naming ``time_scale`` and a value that works; faster than
-:data:`COMFORTABLE_RATE_BPS` is a warning.
+``time_scale: auto`` picks the least slowdown at which this machine keeps
+up with the load the scenario will offer: frames per second at each switch
+and NIC agent (from its flows, generators and collectives, :mod:`.load`)
+against what a frame costs here (:mod:`.calibrate`, measured once and
+cached), by the bounds of :mod:`.budget`; :func:`with_choice` applies it
+and records the choice and its budget (``Scenario.time_scale_choice``).
+:func:`auto_time_scale` (the smallest power of ten that brings the fastest
+link down to :data:`COMFORTABLE_RATE_BPS`) is only what the warnings
+suggest without a calibration. An emulated link faster than
+:data:`MAX_EMULATED_RATE_BPS` is an error naming ``time_scale`` and a value
+that works; faster than :data:`COMFORTABLE_RATE_BPS` is a warning.
 
 The emulated scenario keeps the written one in ``Scenario.written`` for
 reporting; results (:func:`to_dc`) carry both units: every known ``*_s``
@@ -100,6 +106,21 @@ def resolve_time_scale(value: float | str, topology: Topology) -> float:
     if value == AUTO:
         return auto_time_scale(fastest_link_bps(topology))
     return value  # type: ignore[return-value]  # the schema let only numbers >= 1 through
+
+
+def with_choice(scenario: Scenario, raw: float | str | None) -> Scenario:
+    """``scenario`` (checked, not yet emulated) with its time scale chosen:
+    ``raw`` as the file (or ``--time-scale``) gave it; ``auto`` is decided
+    by :func:`emulator.scenario.budget.choose` on this machine."""
+    if raw != AUTO:
+        k = scenario.time_scale
+        return replace(scenario, time_scale_choice={"mode": "fixed", "time_scale": k})
+    from emulator.scenario.budget import choose
+    from emulator.scenario.calibrate import calibration
+
+    k, budget = choose(scenario, calibration())
+    return replace(scenario, time_scale=k,
+                   time_scale_choice={"mode": "auto", "time_scale": k, "budget": budget})
 
 
 def _scaled(obj: T, k: float) -> T:

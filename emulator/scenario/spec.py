@@ -443,6 +443,10 @@ class Scenario:
     # On the virtual-time target (which runs data-centre units as written) the
     # file's time_scale, not applied; None elsewhere.
     ignored_time_scale: float | None = None
+    # How time_scale was chosen: {"mode": "fixed" | "auto", "time_scale": k,
+    # "budget": {...} (auto: the load and per-frame costs it came from,
+    # emulator.scenario.budget)}; None for a scenario not built by the loader.
+    time_scale_choice: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def duration_s(self) -> float:

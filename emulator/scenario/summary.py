@@ -9,7 +9,10 @@
   retransmits, spine bytes, ECMP imbalance, busiest link;
 - **collectives** when there are any: time, algbw, busbw, kv-handoff
   latencies (and data-centre time and busbw when time-scaled);
-- **checks**: each expectation, what was found, pass or FAIL.
+- **checks**: each expectation, what was found, pass or FAIL;
+- **fidelity** (live runs): whether the run kept up (:mod:`.fidelity`),
+  its lateness figures, and, when it did not, a red warning naming the
+  cause and a ``time_scale`` that would do.
 
 Built to stay readable in an 80-column terminal: endpoints and ids do not
 wrap, sizes are short (``1.5MB``), times in ms.
@@ -56,7 +59,65 @@ def summary(results: Mapping[str, Any]) -> Any:
                                        Units(results)))
     if results.get("checks"):
         parts.append(checks_table(results["checks"]))
+    if results.get("fidelity"):
+        parts.extend(fidelity_parts(results))
     return Group(*parts)
+
+
+def fidelity_parts(results: Mapping[str, Any]) -> list[Any]:
+    """The fidelity table and, for a run that did not keep up, the warning."""
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from emulator.scenario.fidelity import fix_line
+
+    f = results["fidelity"]
+    table = Table(title="fidelity (live clock)", show_header=False)
+    verdict = "[green]yes[/]" if f.get("faithful") else "[bold red]NO[/]"
+    rows = [("faithful", verdict),
+            ("switch lateness p99 / max", _pair_us(f.get("switch_late_p99_us"),
+                                                   f.get("switch_late_max_us"))),
+            ("switch receive wait p99", _pair_us(f.get("switch_rx_wait_p99_us"), None)),
+            ("agent lateness p99 / max", _pair_us(f.get("agent_late_p99_us"),
+                                                  f.get("agent_late_max_us"))),
+            ("limit (1500 B frame time)", _pair_us(f.get("limit_us"), None)),
+            ("lag given up", f"{f.get('lag_given_up_s', 0):g} s"),
+            ("receive overruns", str(f.get("rx_overruns", "n/a"))),
+            ("CPU busy (mean / max)", f"{_pct(f.get('cpu_busy'))} / {_pct(f.get('cpu_busy_max'))}"
+                                      f" of {f.get('cores', '?')} cores")]
+    choice = results.get("time_scale_choice")
+    if choice:
+        rows.append(("time scale", describe_choice(choice)))
+    for key, value in rows:
+        table.add_row(key, value)
+    parts: list[Any] = [table]
+    if not f.get("faithful"):
+        reasons = "\n".join(f"- {r}" for r in f.get("reasons", []))
+        fix = fix_line(f, results.get("time_scale", 1)) or ""
+        parts.append(Panel(f"{reasons}\n\n{fix}", title="[bold red]not faithful[/]",
+                           border_style="red"))
+    return parts
+
+
+def describe_choice(choice: Mapping[str, Any]) -> str:
+    """``auto: 20 (peak 41,000 frames/s at leaf-r0-0 ...)`` or ``fixed: 4000``."""
+    if choice.get("mode") != "auto":
+        return f"{choice.get('mode', 'fixed')}: {choice.get('time_scale', 1):g}"
+    budget = choice.get("budget") or {}
+    busiest = budget.get("busiest") or "?"
+    return (f"auto: {choice.get('time_scale', 1):g} (busiest {busiest}: "
+            f"{budget.get('busiest_pps', 0):,.0f} frames/s written, "
+            f"{budget.get('cost_us', 0):.0f} µs each here)")
+
+
+def _pair_us(a: Any, b: Any) -> str:
+    if a is None:
+        return "n/a"
+    return f"{a:g} µs" if b is None else f"{a:g} / {b:g} µs"
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f} %"
 
 
 def shown_flows(flows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -7,7 +7,8 @@ command-line shape of BMv2's ``simple_switch_grpc``::
 and ignored: there is no Thrift here), ``--pcap[=DIR]``, ``--log-file``,
 ``--log-console``, ``--log-level``, ``--no-p4`` and, after ``--`` or not,
 ``--grpc-server-addr`` (default 127.0.0.1:9559), ``--cpu-port``,
-``--priority-queues``. Ours: ``--seed`` (of the program's random stream,
+``--priority-queues``. Ours: ``--rt-priority N`` (the data plane at that
+real-time priority while it stays light), ``--seed`` (of the program's random stream,
 e.g. ECN marking; the network layer gives every switch its own, see
 :func:`emulator.network.command.switch_seed`), port settings (``--rate-bps``, ``--delay-us``,
 ``--buffer-bytes``, ``--overhead-bytes``, ``--pfc-priorities`` for every
@@ -32,6 +33,7 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
+from emulator.fidelity.process import tighten_timer_slack
 from emulator.p4.exec.pipeline import V1ModelPipeline
 from emulator.targets.builtin.config import (
     PORT_KEYS, SwitchOptions, load_port_config_file, parse_port_setting,
@@ -76,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port-set", action="append", default=[], metavar="PORT:KEY=VALUE[,...]",
                    help=f"settings of one port; keys: {', '.join(PORT_KEYS)}")
     p.add_argument("--port-config", metavar="FILE.json", help="port settings file")
+    p.add_argument("--rt-priority", type=int, default=0, metavar="N",
+                   help="run the data plane at SCHED_FIFO priority N while it stays light "
+                        "(default 0: normal scheduling)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the P4 program's random stream (default 0)")
     p.add_argument("--pfc-to-pipeline", action="store_true",
@@ -108,8 +113,11 @@ def switch_options(args: argparse.Namespace) -> SwitchOptions:
     if args.pcap is not None:
         pcap_dir = os.path.abspath(args.pcap)
         os.makedirs(pcap_dir, exist_ok=True)
+    if not 0 <= args.rt_priority <= 99:
+        raise SwitchError(f"--rt-priority {args.rt_priority}: not in 0..99")
     return SwitchOptions(device_id=args.device_id, priority_queues=args.priority_queues,
                          cpu_port=args.cpu_port, pfc_to_pipeline=args.pfc_to_pipeline,
+                         realtime_priority=args.rt_priority,
                          default_port=base, port_settings=per_port, pcap_dir=pcap_dir)
 
 
@@ -167,6 +175,7 @@ def run_switch(argv: Sequence[str], *, pipeline: V1ModelPipeline | None = None,
     if pipeline is None and args.device_config is None and not args.no_p4:
         raise SwitchError("give a device config, or --no-p4 to start without a program")
     log = setup_logging(args, options.device_id)
+    tighten_timer_slack()  # before the data-plane thread starts: it inherits the slack
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -38,6 +38,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, TypeVar
 
 from emulator.p4.exec.pipeline import V1ModelPipeline
+from emulator.fidelity.process import RealtimeGuard
 from emulator.targets.builtin.config import PortConfig, SwitchOptions
 from emulator.targets.builtin.dataplane import DataPlane, PortState
 from emulator.targets.builtin.errors import SwitchError
@@ -71,6 +72,7 @@ class Switch:
         self._epoll: select.epoll | None = None
         self._fds: dict[int, PortState] = {}
         self._cpu: CpuPort | None = None
+        self.realtime = RealtimeGuard(self.options.realtime_priority)
         if self.options.cpu_port is not None:
             self._cpu = CpuPort()
             self.add_port(self.options.cpu_port, self._cpu, PortConfig())
@@ -245,7 +247,12 @@ class Switch:
         """Lateness, lag given up and overruns per port (see
         :meth:`~.dataplane.DataPlane.fidelity`)."""
         selected = None if ports is None else list(ports)
-        return self.call_in_dataplane(lambda: self.dataplane.fidelity(selected))
+
+        def read() -> dict[str, Any]:
+            out = self.dataplane.fidelity(selected)
+            out["realtime"] = self.realtime.to_dict()
+            return out
+        return self.call_in_dataplane(read)
 
     def queue_series(self, ports: Iterable[int] | None = None,
                      since: float | None = None) -> dict[str, Any]:
@@ -300,6 +307,8 @@ class Switch:
         series = dp.series
         ticks = 0
         last_summary = ""
+        realtime = self.realtime
+        realtime.start(clock())
         while not self._stopping:
             try:
                 now = clock()
@@ -311,6 +320,7 @@ class Switch:
                 if now >= next_tick:
                     next_tick = now + HOUSEKEEPING_S
                     ticks += 1
+                    realtime.check(now)
                     self._flush_pcaps()
                     if ticks % SUMMARY_EVERY == 0 and self.log.isEnabledFor(logging.DEBUG):
                         summary = dp.drop_summary()

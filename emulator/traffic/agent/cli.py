@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from emulator.fidelity.process import tighten_timer_slack
 from emulator.traffic.agent.agent import Agent
 from emulator.traffic.agent.backends import RawNic
 from emulator.traffic.agent.config import AgentConfig, ConfigError, load_config
@@ -34,6 +35,7 @@ from emulator.traffic.agent.stats import write_stats
 def run_agent(config: AgentConfig, *, announce: bool = True) -> dict[str, Any]:
     """Run an agent on raw sockets until it stops; returns its final stats
     (also written to ``config.run.stats_path`` when set)."""
+    tighten_timer_slack()
     backends: dict[str, RawNic] = {}
     agent = loop = control = None
     error: BaseException | None = None

@@ -27,7 +27,8 @@ shown with its default where it has one::
                                  "at_s": 0.0, "count": 1, "interval_s": 0.0}]},
       "run": {"duration_s": null, "stats_path": null, "control_socket": null,
               "check_icrc": false, "max_rate_samples": 20000,
-              "max_message_records": 100000, "swallow_udp": true, "series_bin_ms": 10}
+              "max_message_records": 100000, "swallow_udp": true, "series_bin_ms": 10,
+              "realtime_priority": 0}
     }
 
 - ``nics``: one per GPU NIC, ``name`` the interface in the server's
@@ -65,7 +66,9 @@ shown with its default where it has one::
   UDP port 4791 on the NIC's address, when the address is configured, so
   the kernel drops RoCE packets quietly instead of answering them with ICMP
   port unreachable). ``series_bin_ms``: the time bin of the per-QP series in
-  the stats (see ``stats``), 100 ns to 60 s.
+  the stats (see ``stats``), 100 ns to 60 s. ``realtime_priority``: run the
+  loop at this ``SCHED_FIFO`` priority while it stays light (0: normal
+  scheduling; see ``emulator.fidelity.process.RealtimeGuard``).
 """
 
 from __future__ import annotations
@@ -189,6 +192,7 @@ class RunConfig:
     max_message_records: int = 100_000
     swallow_udp: bool = True
     series_bin_ms: float = 10.0
+    realtime_priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -381,6 +385,7 @@ def _run(raw: Any) -> RunConfig:
                                  "run.max_message_records", 0, 1 << 31),
         swallow_udp=_bool(obj.get("swallow_udp", True), "run.swallow_udp"),
         series_bin_ms=_bin_ms(obj.get("series_bin_ms", 10.0)),
+        realtime_priority=_int(obj.get("realtime_priority", 0), "run.realtime_priority", 0, 99),
     )
 
 

@@ -20,7 +20,9 @@ one sample per such turn: the lateness of its first frame against the
 pacer's schedule) and the :class:`~emulator.fidelity.BehindSeries` marks
 it late when it is beyond one reference frame time at the fastest NIC's
 line rate. Turns woken early by a received frame record nothing (nothing
-was due). :meth:`EventLoop.fidelity` is what the stats file carries.
+was due). :meth:`EventLoop.fidelity` is what the stats file carries. With
+``run.realtime_priority`` the loop runs at that real-time priority while
+it stays light (:class:`~emulator.fidelity.process.RealtimeGuard`).
 
 Signals: :meth:`EventLoop.stop_on_signals` makes SIGTERM/SIGINT stop the
 loop at once (through ``signal.set_wakeup_fd``); whoever called
@@ -37,6 +39,7 @@ import time
 from typing import Any, Callable
 
 from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
+from emulator.fidelity.process import RealtimeGuard
 from emulator.traffic.agent.agent import Agent
 
 Handler = Callable[[int, float], None]
@@ -61,6 +64,7 @@ class EventLoop:
         self.behind = BehindSeries()
         rates = [n.line_rate_bps for n in agent.config.nics if n.line_rate_bps > 0]
         self.frame_us = frame_time_us(max(rates)) if rates else float("inf")
+        self.realtime = RealtimeGuard(agent.config.run.realtime_priority)
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
         self._old_signals: dict[int, Any] = {}
         for index, io in enumerate(backends):
@@ -138,11 +142,14 @@ class EventLoop:
         max_wait = self.max_wait_s
         late, behind, frame_us = self.late, self.behind, self.frame_us
         due = math.inf
+        realtime = self.realtime
+        realtime.start(clock())
         while not self._stop and not agent.stopped:
             self.turns += 1
             now = clock()
             if agent.service(now) and due <= now:
                 behind.event(now, late.record_s(now - due), frame_us)
+            realtime.check(now)
             due = agent.next_wakeup()
             timeout = due - clock()
             if timeout > 0:
@@ -166,7 +173,7 @@ class EventLoop:
         """The loop's lateness histogram, the reference frame time it judged
         turns by, and its behind series (bin starts in Unix time with
         ``wall_offset``)."""
-        return {"late": self.late.to_dict(),
+        return {"late": self.late.to_dict(), "realtime": self.realtime.to_dict(),
                 "frame_us": None if math.isinf(self.frame_us) else round(self.frame_us, 3),
                 "behind": self.behind.to_dict(wall_offset)}
 

@@ -10,7 +10,9 @@ over any interval of length D a pacer sends at most
 ``rate × (D + max_lag_s)`` bits plus one frame, and an idle pacer does not
 bank credit for a burst beyond that. Lag beyond ``max_lag_s`` is not
 silently lost: ``given_up_s`` and ``given_up_events`` count it (a machine
-falling behind must not look like a slower link).
+falling behind must not look like a slower link). Only lag behind the
+pacer's own schedule counts: when its owner moved ``free_at`` (an idle
+line marked free now, a pause's end), the gap was idle time.
 
 The agent has one pacer per NIC (line rate) and one per queue pair (its
 DCQCN rate); a frame of a queue pair needs both to be free.
@@ -25,7 +27,7 @@ class Pacer:
     """Virtual-clock rate limiter; ``rate_bps`` ``inf`` (or 0) means unlimited."""
 
     __slots__ = ("rate_bps", "overhead_bytes", "max_lag_s", "free_at", "_s_per_byte",
-                 "given_up_s", "given_up_events")
+                 "given_up_s", "given_up_events", "_scheduled")
 
     def __init__(self, rate_bps: float, *, overhead_bytes: int = 0, max_lag_s: float = 1e-3,
                  start: float = 0.0) -> None:
@@ -34,6 +36,7 @@ class Pacer:
         self.overhead_bytes = overhead_bytes
         self.max_lag_s = max_lag_s
         self.free_at = start
+        self._scheduled = math.nan   # free_at as the last consume left it
         self.given_up_s = 0.0
         self.given_up_events = 0
         self.rate_bps = math.inf
@@ -55,10 +58,13 @@ class Pacer:
         start = self.free_at
         floor = now - self.max_lag_s
         if start < floor:
-            self.given_up_s += floor - start
-            self.given_up_events += 1
+            if start == self._scheduled:
+                # behind a schedule of back-to-back frames: time lost, not idle
+                self.given_up_s += floor - start
+                self.given_up_events += 1
             start = floor
-        self.free_at = start + (frame_bytes + self.overhead_bytes) * self._s_per_byte
+        self.free_at = self._scheduled = start + (frame_bytes + self.overhead_bytes) \
+            * self._s_per_byte
         return self.free_at
 
     def duration_s(self, frame_bytes: int) -> float:

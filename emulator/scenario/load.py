@@ -1,0 +1,171 @@
+"""The load a scenario will offer: frames per second at each switch and each
+NIC agent, at their busiest, from its flows, generators and collectives.
+
+:func:`offered_load` works on a scenario's own units (written or
+emulated: frame rates scale with link rates, so a load at time scale k is
+the written one ÷ k). Each flow runs at its line rate (the slower of its
+two host links, or its ``rate`` cap) from its start for as long as its
+bytes take at that rate (an unlimited flow until its ``stop_flow`` event
+or the end); a collective's flows start with the collective and run for
+their whole bytes (a ring's steps keep every hop busy at once). A flow is
+spread evenly over its equal-cost paths. At every moment the traffic into
+each switch port, out of each NIC and into each NIC is capped by that
+link's rate, so flows that share a link add up to at most its line rate.
+ACKs and CNPs add :data:`ACK_FRAMES_PER_DATA` frames per data frame, the
+other way.
+
+A switch's load is the frames it receives (each costs one pass through
+its pipeline); an agent's is the frames its NICs send and receive. The
+result keeps, for each process, the peak over time, and the peak of their
+sum (frames/s the whole machine must move at its busiest moment).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from emulator.scenario.agents import stopped_flows
+from emulator.scenario.spec import Scenario
+from emulator.scenario.workload import expand_workload
+from emulator.topology import paths
+
+# ACK every 16 data packets at most (the agent's ack_req_every), CNPs and
+# pause frames besides: a tenth more frames than data, the other way.
+ACK_FRAMES_PER_DATA = 0.1
+
+
+@dataclass
+class Load:
+    """Peak frames per second (see the module docstring)."""
+
+    switch_pps: dict[str, float] = field(default_factory=dict)
+    agent_pps: dict[str, float] = field(default_factory=dict)
+    peak_switch_pps: float = 0.0   # Σ over switches, at the busiest moment
+    peak_agent_pps: float = 0.0
+    peak_at_s: float = 0.0
+    frame_bytes: int = 0
+
+    def scaled(self, k: float) -> "Load":
+        """The same load ``k`` times slower."""
+        return Load({n: v / k for n, v in self.switch_pps.items()},
+                    {n: v / k for n, v in self.agent_pps.items()},
+                    self.peak_switch_pps / k, self.peak_agent_pps / k, self.peak_at_s * k,
+                    self.frame_bytes)
+
+    def busiest(self) -> tuple[str, float]:
+        """The busiest process (``switch NAME`` or ``agent SERVER``) and its peak."""
+        rows = [(f"switch {n}", v) for n, v in self.switch_pps.items()]
+        rows += [(f"agent {n}", v) for n, v in self.agent_pps.items()]
+        return max(rows, key=lambda r: r[1], default=("none", 0.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        name, pps = self.busiest()
+        return {"busiest": name, "busiest_pps": round(pps, 1),
+                "peak_switch_pps": round(self.peak_switch_pps, 1),
+                "peak_agent_pps": round(self.peak_agent_pps, 1),
+                "peak_at_s": round(self.peak_at_s, 6), "frame_bytes": self.frame_bytes,
+                "switch_pps": {n: round(v, 1) for n, v in sorted(self.switch_pps.items())},
+                "agent_pps": {n: round(v, 1) for n, v in sorted(self.agent_pps.items())}}
+
+
+@dataclass
+class _Flow:
+    start_s: float
+    end_s: float
+    rate_bps: float
+    src_nic: str
+    dst_nic: str
+    # (switch, the node it receives from) -> share of the flow's rate
+    ingress: dict[tuple[str, str], float]
+
+
+def _link_rates(scenario: Scenario) -> dict[tuple[str, str], float]:
+    """(switch, neighbour: a GPU or a switch) -> the rate of their link."""
+    rates: dict[tuple[str, str], float] = {}
+    for link in scenario.topology.links:
+        if link.kind == "host" and link.gpu:
+            switch = link.node_b  # node_a is the server
+            rates[(switch, link.gpu)] = rates[(link.gpu, switch)] = link.rate_bps
+        else:
+            rates[(link.node_a, link.node_b)] = rates[(link.node_b, link.node_a)] = link.rate_bps
+    return rates
+
+
+def _host_rate(scenario: Scenario) -> dict[str, float]:
+    return {link.gpu: link.rate_bps for link in scenario.topology.links
+            if link.kind == "host" and link.gpu}
+
+
+def _flows(scenario: Scenario) -> list[_Flow]:
+    topo = scenario.topology
+    host = _host_rate(scenario)
+    stops = stopped_flows(scenario)
+    end_of_run = scenario.duration_s
+    out = []
+    for flow in expand_workload(scenario):
+        rate = min(host[flow.src], host[flow.dst], flow.rate_bps or math.inf)
+        start = flow.start_ns / 1e9
+        if flow.size_bytes is None:
+            end = stops.get(flow.id, scenario.duration_ns) / 1e9
+        else:
+            end = start + flow.size_bytes * 8 / rate
+            if flow.id in stops:
+                end = min(end, stops[flow.id] / 1e9)
+        end = min(end, end_of_run)
+        if end <= start:
+            continue
+        routes = paths(topo, flow.src, flow.dst) or [[]]
+        ingress: dict[tuple[str, str], float] = defaultdict(float)
+        for route in routes:
+            previous = flow.src
+            for switch in route:
+                ingress[(switch, previous)] += 1.0 / len(routes)
+                previous = switch
+        out.append(_Flow(start, end, rate, flow.src, flow.dst, dict(ingress)))
+    return out
+
+
+def offered_load(scenario: Scenario) -> Load:
+    """Peak frames/s per switch and agent (see the module docstring)."""
+    topo = scenario.topology
+    frame_bits = scenario.hosts.frame_bytes * 8
+    link_rate = _link_rates(scenario)
+    host = _host_rate(scenario)
+    server_of = {gpu.name: gpu.server for gpu in topo.gpus}
+    flows = _flows(scenario)
+    load = Load(frame_bytes=scenario.hosts.frame_bytes)
+    times = sorted({f.start_s for f in flows} | {f.end_s for f in flows})
+    factor = (1 + ACK_FRAMES_PER_DATA) / frame_bits
+    for t0, t1 in zip(times, times[1:]):
+        mid = (t0 + t1) / 2
+        active = [f for f in flows if f.start_s <= mid < f.end_s]
+        if not active:
+            continue
+        into: dict[tuple[str, str], float] = defaultdict(float)
+        nic_tx: dict[str, float] = defaultdict(float)
+        nic_rx: dict[str, float] = defaultdict(float)
+        for f in active:
+            nic_tx[f.src_nic] += f.rate_bps
+            nic_rx[f.dst_nic] += f.rate_bps
+            for key, share in f.ingress.items():
+                into[key] += f.rate_bps * share
+        switches: dict[str, float] = defaultdict(float)
+        for (switch, neighbour), bps in into.items():
+            switches[switch] += min(bps, link_rate.get((switch, neighbour), bps)) * factor
+        agents: dict[str, float] = defaultdict(float)
+        for nic, bps in nic_tx.items():
+            agents[server_of[nic]] += min(bps, host[nic]) * factor
+        for nic, bps in nic_rx.items():
+            agents[server_of[nic]] += min(bps, host[nic]) * factor
+        for name, pps in switches.items():
+            load.switch_pps[name] = max(load.switch_pps.get(name, 0.0), pps)
+        for name, pps in agents.items():
+            load.agent_pps[name] = max(load.agent_pps.get(name, 0.0), pps)
+        total_switch, total_agent = sum(switches.values()), sum(agents.values())
+        if total_switch + total_agent > load.peak_switch_pps + load.peak_agent_pps:
+            load.peak_switch_pps, load.peak_agent_pps = total_switch, total_agent
+            load.peak_at_s = t0
+    return load

@@ -1,0 +1,117 @@
+"""``time_scale: auto`` without root: the load a scenario offers
+(:mod:`emulator.scenario.load`), the budget that picks k from it
+(:mod:`emulator.scenario.budget`) with a fixed calibration, the calibration
+cache, and ``--time-scale`` on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emulator.scenario import calibrate
+from emulator.scenario.budget import PROCESS_SHARE, choose
+from emulator.scenario.calibrate import Calibration
+from emulator.scenario.load import ACK_FRAMES_PER_DATA, offered_load
+from emulator.scenario.loader import scenario_from_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+CAL = Calibration(switch_us=50.0, agent_us=25.0, io_us=6.0, io_method="fixed", key="test",
+                  measured_unix=0.0, cores=2)
+FRAME = 1024 + 58
+
+
+def scenario(flows, rate="100Mbps", **extra):
+    return scenario_from_dict({
+        "name": "b", "duration": "3s",
+        "topology": {"name": "t", "kind": "rail-optimized", "servers": 2, "gpus_per_server": 2,
+                     "servers_per_leaf": 2, "spines": 1,
+                     "host_link": {"rate": rate, "delay": "5us"},
+                     "fabric_link": {"rate": rate, "delay": "5us"}},
+        "workload": {"flows": flows}, **extra}, "<b>")
+
+
+def pps(rate_bps):
+    return rate_bps / (FRAME * 8) * (1 + ACK_FRAMES_PER_DATA)
+
+
+def test_a_lone_flow_loads_each_switch_on_its_path_at_line_rate():
+    load = offered_load(scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu1",
+                                   "size": "1MB"}]))
+    # leaf-r0-0 -> spine0 -> leaf-r1-0, each receiving the flow once
+    assert set(load.switch_pps) == {"leaf-r0-0", "spine0", "leaf-r1-0"}
+    assert all(v == pytest.approx(pps(100e6)) for v in load.switch_pps.values())
+    assert load.agent_pps == {"srv0": pytest.approx(pps(100e6)),
+                              "srv1": pytest.approx(pps(100e6))}
+    assert load.peak_switch_pps == pytest.approx(3 * pps(100e6))
+
+
+def test_flows_that_never_overlap_do_not_add_up():
+    apart = offered_load(scenario([
+        {"id": "a", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB", "start": "0s"},
+        {"id": "b", "src": "srv0/gpu1", "dst": "srv1/gpu1", "size": "1MB", "start": "1s"}]))
+    together = offered_load(scenario([
+        {"id": "a", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB", "start": "0s"},
+        {"id": "b", "src": "srv0/gpu1", "dst": "srv1/gpu1", "size": "1MB", "start": "0s"}]))
+    assert apart.agent_pps["srv0"] == pytest.approx(pps(100e6))
+    assert together.agent_pps["srv0"] == pytest.approx(2 * pps(100e6))
+    assert together.peak_agent_pps == pytest.approx(2 * apart.peak_agent_pps)
+
+
+def test_a_shared_link_caps_what_it_carries():
+    # two flows from one NIC: the NIC's link carries one line rate, not two
+    load = offered_load(scenario([
+        {"id": "a", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"},
+        {"id": "b", "src": "srv0/gpu0", "dst": "srv1/gpu1", "size": "1MB"}]))
+    assert load.switch_pps["leaf-r0-0"] == pytest.approx(pps(100e6))
+    assert load.agent_pps["srv0"] == pytest.approx(pps(100e6))
+
+
+def test_the_budget_keeps_every_process_under_its_share():
+    written = scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}])
+    k, budget = choose(written, CAL, cores=2, load1=0.0)
+    assert k in (1, 2, 5, 10, 20, 50, 100)
+    shares = budget["core_share_at_scale"]
+    assert max(shares.values()) <= PROCESS_SHARE + 1e-9
+    assert budget["busiest"] == "switch leaf-r0-0" and budget["cost_us"] == 50.0
+    assert budget["load_written"]["busiest_pps"] == pytest.approx(pps(100e6), rel=1e-3)
+    # ten times the rate, ten times the slowdown (or the next nice value)
+    fast = scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}],
+                    rate="1Gbps")
+    assert choose(fast, CAL, cores=2, load1=0.0)[0] >= 10 * k / 2.5
+    # a busy machine leaves fewer cores: never a smaller k
+    assert choose(written, CAL, cores=2, load1=5.0)[0] >= k
+
+
+def test_the_calibration_is_cached_and_remeasured_when_the_source_changes(tmp_path,
+                                                                           monkeypatch):
+    calls = []
+
+    def fake_measure(key=""):
+        calls.append(key)
+        return Calibration(1.0, 2.0, 0.5, "fake", key, __import__("time").time(), 2)
+
+    monkeypatch.setattr(calibrate, "measure", fake_measure)
+    path = tmp_path / "cal.json"
+    first = calibrate.calibration(path=path)
+    again = calibrate.calibration(path=path)
+    assert len(calls) == 1 and again == first and json.loads(path.read_text())["switch_us"] == 1.0
+    monkeypatch.setattr(calibrate, "source_key", lambda: "changed")
+    calibrate.calibration(path=path)
+    assert calls[-1] == "changed" and len(calls) == 2
+
+
+def test_time_scale_on_the_command_line(tmp_path):
+    from emulator.cli.run import parse_time_scale
+    from emulator.scenario.errors import ScenarioError
+
+    assert parse_time_scale(None) is None and parse_time_scale("auto") == "auto"
+    assert parse_time_scale("20") == 20 and parse_time_scale("2.5") == 2.5
+    for bad in ("0.5", "fast", "inf", "nan"):
+        with pytest.raises(ScenarioError, match="--time-scale"):
+            parse_time_scale(bad)
+    from emulator.scenario import load_scenario
+    s = load_scenario(ROOT / "scenarios" / "quickstart.yaml", time_scale_override=5)
+    assert s.time_scale == 5 and s.written.time_scale == 5
+    assert {link.rate_bps for link in s.topology.links} == {20_000_000}
