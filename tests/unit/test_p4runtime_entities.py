@@ -130,22 +130,26 @@ def test_action_scopes_const_tables_and_full_tables(switch):
     assert switch.device.inject(1, frame(ethertype=0x88CC)).dropped == 1
 
 
-def test_idle_timeout_is_refused(switch):
+def test_idle_timeouts_need_support_timeout_in_the_program(switch):
+    # (Idle timeouts themselves: test_p4runtime_idle.py.)
     info = p4info("kitchen")
     route_info = next(t for t in info.tables if t.preamble.id == ROUTE)
     route_info.idle_timeout_behavior = route_info.NOTIFY_CONTROL
-    switch.set_config("kitchen", info=info)
+    with pytest.raises(grpc.RpcError) as err:
+        switch.set_config("kitchen", info=info)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "idle timeout (support_timeout) differs" in err.value.details()
+    switch.set_config("kitchen")
+
     def route(extra: str) -> str:
         return (f'table_entry {{ table_id: {ROUTE} match {{ field_id: 1 lpm {{ value: "\\x0a'
                 f'\\x00\\x00\\x00" prefix_len: 8 }} }} {set_port(1)} {extra} }}')
 
-    assert codes(switch, update("INSERT", route("idle_timeout_ns: 5")),
-                 update("INSERT", acl(1, "", 1).replace("priority", "idle_timeout_ns: 5 priority"))
-                 ) == ["UNIMPLEMENTED", "INVALID_ARGUMENT"]
+    assert codes(switch, update("INSERT", route("idle_timeout_ns: 5"))) == ["INVALID_ARGUMENT"]
     switch.write(update("INSERT", route("")))
     with pytest.raises(grpc.RpcError) as err:
         switch.read(entity(f"table_entry {{ table_id: {ROUTE} time_since_last_hit {{}} }}"))
-    assert batch_errors(err.value)[0][0] == "UNIMPLEMENTED"
+    assert batch_errors(err.value)[0][0] == "INVALID_ARGUMENT"
 
 
 # ---- direct resources ---------------------------------------------------------------

@@ -236,6 +236,8 @@ class ModuleBuilder:
                 else:
                     keys.append(code)
             gen.emit(f"e = {tname}.lookup(({''.join(k + ', ' for k in keys)}))")
+            if state.idle_timeout:
+                gen.emit("if e.hit: e.last_hit_us = F._ctx.now_us")
             if state.direct_counter or state.direct_meter_kind:
                 gen.emit("if e.hit:")
                 with gen.indent():

@@ -67,8 +67,10 @@ def build_tables(program: ir.Program, action_ids: dict[int, int], instances: dic
         if t.direct_meter is not None:
             meter = instances.get(id(t.direct_meter))
             meter_kind = meter.kind if isinstance(meter, Meter) else "packets"
+        timeout = t.other_properties.get("support_timeout")
         table = Table(t.name, keys, specs, t.size, default, t.default_action_const,
-                      profile, t.direct_counter is not None, meter_kind, t.entries_const)
+                      profile, t.direct_counter is not None, meter_kind, t.entries_const,
+                      idle_timeout=isinstance(timeout, ir.Const) and timeout.value is True)
         # p4c gives BMv2 const entry i the priority ``@priority(n)`` or i + 1, and
         # BMv2 picks the smallest; stored here as "largest wins" (P4Runtime's way).
         bmv2 = [_priority_annotation(e) or i + 1 for i, e in enumerate(t.entries)]

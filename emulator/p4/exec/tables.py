@@ -53,7 +53,8 @@ class Entry:
     the table has one."""
 
     __slots__ = ("key", "priority", "action", "args", "fn", "aid", "hit", "packets",
-                 "bytes", "meter", "member", "group", "idle_timeout_ns", "metadata")
+                 "bytes", "meter", "member", "group", "idle_timeout_ns", "last_hit_us",
+                 "metadata")
 
     def __init__(self, action: ActionSpec | None, args: tuple[int, ...], fn: ActionFn | None,
                  hit: bool, key: tuple = (), priority: int = 0) -> None:
@@ -70,6 +71,7 @@ class Entry:
         self.member: int | None = None
         self.group: int | None = None
         self.idle_timeout_ns = 0
+        self.last_hit_us = 0.0  # the pipeline clock at the last hit (tables with idle timeout)
         self.metadata = b""
 
 
@@ -134,7 +136,8 @@ class Table:
     def __init__(self, name: str, keys: Sequence[KeySpec], actions: Sequence[ActionSpec],
                  size: int, default: Entry, default_const: bool = False,
                  profile: ActionProfile | None = None, direct_counter: bool = False,
-                 direct_meter_kind: str | None = None, const_entries: bool = False) -> None:
+                 direct_meter_kind: str | None = None, const_entries: bool = False,
+                 idle_timeout: bool = False) -> None:
         self.name = name
         self.keys = tuple(k for k in keys if k.match_kind != "selector")
         self.selector_keys = tuple(k for k in keys if k.match_kind == "selector")
@@ -144,6 +147,7 @@ class Table:
         self.initial_default = default
         self.default_const = default_const
         self.const_entries = const_entries
+        self.idle_timeout = idle_timeout  # support_timeout: hits stamp last_hit_us
         self.profile = profile
         self.direct_counter = direct_counter
         self.direct_meter_kind = direct_meter_kind

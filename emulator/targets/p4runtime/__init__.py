@@ -13,7 +13,8 @@ tests use :class:`~.device.FakeDevice`. Layers, as p4runtime-shell has them:
   :mod:`.pre`, :mod:`.resources` and :mod:`.digests`;
 - :mod:`.codec` (bytestrings, ``P4Data``), :mod:`.packet_io` (controller
   headers), :mod:`.errors` (statuses with per-update details),
-  :mod:`.p4config` (BMv2's ``p4.tmp.P4DeviceConfig`` wrapper).
+  :mod:`.p4config` (BMv2's ``p4.tmp.P4DeviceConfig`` wrapper), :mod:`.idle`
+  (idle-timeout notifications).
 
 Only :mod:`emulator.p4` is imported from the project.
 """

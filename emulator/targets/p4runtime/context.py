@@ -201,6 +201,9 @@ def _bind_table(ctx: PipelineContext, info: TableInfo) -> TableBinding:
         if params != list(spec.params):
             raise P4InfoError(f"action {action.name}: parameters {params} differ from the "
                               f"device config {list(spec.params)}")
+    if info.idle_timeout != table.idle_timeout:
+        raise P4InfoError(f"table {info.name}: idle timeout (support_timeout) differs from the "
+                          f"device config")
     if bool(info.direct_counter_id) != table.direct_counter:
         raise P4InfoError(f"table {info.name}: direct counter differs from the device config")
     if info.direct_meter_id:

@@ -44,6 +44,7 @@ from emulator.targets.p4runtime.arbitration import Arbitration, Controller, elec
 from emulator.targets.p4runtime.context import PipelineContext
 from emulator.targets.p4runtime.device import DeviceConfigLoader, DeviceHandle
 from emulator.targets.p4runtime.digests import DigestManager
+from emulator.targets.p4runtime.idle import IdleTimeouts
 from emulator.targets.p4runtime.errors import (
     P4RuntimeError, abort, abort_with_status, batch_status, failed_precondition, internal,
     invalid_argument, not_found, permission_denied, unimplemented,
@@ -74,6 +75,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.digests = DigestManager(self._send_to_primaries)
         self.services = entities.Services(self.digests, cpu_port)
         self._lock = threading.RLock()
+        self.idle = IdleTimeouts(device, self._send_to_primaries, self._lock)
         self._committed: PipelineContext | None = None
         self._saved: PipelineContext | None = None
         if cpu_port is not None:  # a switch without a CPU port has no packet-ins
@@ -86,11 +88,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return self._saved or self._committed
 
     def close(self) -> None:
-        """Detach from the device and stop the digest thread."""
+        """Detach from the device and stop the digest and idle-timeout threads."""
         if self.cpu_port is not None:
             self.device.set_packet_in_handler(None)
         self.device.set_digest_handler(None)
         self.digests.stop()
+        self.idle.stop()
 
     # ---- unary RPCs -------------------------------------------------------------------
     def Write(self, request: p4runtime_pb2.WriteRequest,  # noqa: N802 - gRPC method names
@@ -362,6 +365,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._committed = ctx
         self._saved = None
         self.digests.set_context(ctx)
+        self.idle.set_context(ctx)
 
 
 def _guarded(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:

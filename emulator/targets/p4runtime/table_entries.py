@@ -150,7 +150,8 @@ def write_table_entry(ctx: PipelineContext, update_type: int, msg: TableEntry) -
     if msg.idle_timeout_ns:
         if msg.is_default_action or not tb.info.idle_timeout:
             raise invalid_argument(f"{what}: idle_timeout_ns set but the table has no idle timeout")
-        raise unimplemented(f"{what}: idle timeout notifications")
+        if msg.idle_timeout_ns < 0:
+            raise invalid_argument(f"{what}: idle_timeout_ns must not be negative")
     if msg.is_default_action:
         if update_type != Update.MODIFY:
             raise invalid_argument(f"{what}: the default entry can only be modified")
@@ -188,6 +189,8 @@ def write_table_entry(ctx: PipelineContext, update_type: int, msg: TableEntry) -
                 release_oneshot(ctx, tb, entry.group)
             raise
         table.insert(entry)
+        entry.idle_timeout_ns = msg.idle_timeout_ns
+        entry.last_hit_us = ctx.pipeline.clock_us()  # the idle timer starts now (§9.1.7)
         ctx.extras[skey] = EntryExtras(msg.controller_metadata, msg.metadata, action_set)
         return
     # MODIFY
@@ -209,6 +212,7 @@ def write_table_entry(ctx: PipelineContext, update_type: int, msg: TableEntry) -
         for slot in ("action", "args", "fn", "aid", "member", "group"):
             setattr(found, slot, getattr(fresh, slot))
     _set_direct_resources(tb, msg, found, what, insert=False)
+    found.idle_timeout_ns = msg.idle_timeout_ns
     ctx.extras[skey] = EntryExtras(msg.controller_metadata, msg.metadata, action_set)
 
 
@@ -289,11 +293,9 @@ def read_table_entries(ctx: PipelineContext, request: TableEntry) -> list[p4runt
         if request.is_default_action:
             out.append(_wrap(default_entry_message(ctx, tb, request)))
             continue
-        if request.HasField("time_since_last_hit"):
-            if not tb.info.idle_timeout:
-                raise invalid_argument(f"{what}: time_since_last_hit set but the table has no "
-                                       f"idle timeout")
-            raise unimplemented(f"{what}: entry ageing (time_since_last_hit)")
+        if request.HasField("time_since_last_hit") and not tb.info.idle_timeout:
+            raise invalid_argument(f"{what}: time_since_last_hit set but the table has no "
+                                   f"idle timeout")
         if request.match:
             key, priority = decode_match(tb, request, what)
             found = tb.table.find(key, priority)
@@ -330,6 +332,10 @@ def entry_message(ctx: PipelineContext, tb: TableBinding, entry: Entry, extras: 
     encode_match(tb, entry.key, out)
     if tb.info.needs_priority:
         out.priority = entry.priority
+    out.idle_timeout_ns = entry.idle_timeout_ns
+    if request is not None and request.HasField("time_since_last_hit"):
+        idle_us = max(0.0, ctx.pipeline.clock_us() - entry.last_hit_us)
+        out.time_since_last_hit.elapsed_ns = int(idle_us * 1000)
     if extras.action_set is not None:
         out.action.action_profile_action_set.CopyFrom(extras.action_set)
     elif entry.member is not None:
