@@ -150,7 +150,8 @@ class FabricNetwork(NetworkRun):
                 pcap_dir=str(pcap_dir) if pcap_dir else None, device_config=config_path,
                 cpu_port=opts.cpu_port, priority_queues=opts.priority_queues,
                 log_level=opts.log_level,
-                port_config_file=str(port_config) if port_config else None)
+                port_config_file=str(port_config) if port_config else None,
+                run_seed=opts.seed)
         return launches
 
     def _add_links(self) -> None:

@@ -63,7 +63,9 @@ FEED_CHUNK_S = 0.025
 MIN_TIMEOUT_FLOOR_MS = 20.0
 # ... and its timeout before any RTT sample (TransportParams.timeout_ms).
 INITIAL_TIMEOUT_MS = 200.0
-FEED_AHEAD = 4
+# Enough chunks that a runner held up by a busy machine for a few ticks does
+# not let a flow run dry (Feeder.starved counts the times it did).
+FEED_AHEAD = 8
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,10 @@ class Feeder:
     that many, never past its size. A stop takes effect at the next tick:
     no chunk is posted after it; the chunks already posted (at most
     ``FEED_AHEAD`` × ``chunk_s`` of line rate, :data:`FEED_CHUNK_S` by
-    default) still complete.
+    default) still complete. ``starved`` counts the ticks at which a
+    started, unstopped QP had nothing left posted (the runner fell behind
+    feeding it: its flow ran below what it asked for; the fidelity block
+    says so).
     """
 
     def __init__(self, scenario: Scenario, qps: Iterable[QpPlan], op_of: dict[str, str], *,
@@ -289,6 +294,7 @@ class Feeder:
         self.op_of = op_of
         self.chunk_s = chunk_s
         self.states: list[FeedState] = []
+        self.starved = 0
         for qp in qps:
             if not qp.fed:
                 continue
@@ -315,7 +321,11 @@ class Feeder:
             qstat = status.get(qp.src_server, {}).get("qps", {}).get(str(qp.qpn))
             if qstat is None or qstat.get("error"):
                 continue
-            room = FEED_AHEAD - int(qstat.get("outstanding", 0))
+            outstanding = int(qstat.get("outstanding", 0))
+            if not outstanding and st.posted_bytes and (
+                    qp.size_bytes is None or st.posted_bytes < qp.size_bytes):
+                self.starved += 1
+            room = FEED_AHEAD - outstanding
             while room > 0:
                 size = st.chunk_bytes
                 if qp.size_bytes is not None:

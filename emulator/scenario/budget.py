@@ -10,10 +10,12 @@ k divides every frame rate by k; k is the smallest of 1, 2, 5, 10, 20, 50,
 - every switch process and every agent stays under
   :data:`PROCESS_SHARE` of one core (``pps / k × cost``): a process that
   is busy less than that rarely has a frame wait behind another;
-- all of them together stay under :data:`MACHINE_SHARE` of the cores
-  not already busy with other work (``cores − load average``, at least
-  one core): the processes share the machine, and a core that is never
-  idle leaves wake-ups waiting for the scheduler;
+- all of them together stay under :data:`MACHINE_SHARE` of the machine's
+  cores: the processes share them, and a core that is never idle leaves
+  wake-ups waiting for the scheduler. Other work on the machine is not
+  counted against the budget: live switches and agents run at a real-time
+  priority (:class:`~emulator.fidelity.process.RealtimeGuard`), ahead of
+  it; the load average is recorded with the choice all the same;
 - one 1,500-byte frame time at the fastest emulated link is at least
   :data:`FRAME_COSTS` times the cost of a switch pass: a frame that arrives
   while the switch is busy with a few others still leaves within a frame
@@ -52,7 +54,8 @@ def load_average() -> float:
 
 
 def free_cores(cores: int, load1: float) -> float:
-    return max(1.0, cores - load1)
+    """Cores the emulation may count on: all of them (see the module docstring)."""
+    return float(cores)
 
 
 def required_scale(load: Load, cal: Calibration, fastest_bps: float, cores: int,

@@ -28,7 +28,9 @@ switch port and NIC agent that carried at least :data:`MIN_EVENTS` frames,
 - the 99th percentile of the time received frames waited in a switch
   socket is within the same bound,
 - no switch port or NIC pacer gave up lag, and
-- the kernel dropped no frame for a full socket (no receive overrun).
+- the kernel dropped no frame for a full socket (no receive overrun), and
+- no fed flow (``size: unlimited``, or stopped by an event) ran dry
+  because the runner fell behind posting its chunks (``feeder_starved``).
 
 Each broken condition is one line in ``reasons`` naming where and by how
 much; ``suggested_time_scale`` is a slowdown that should do (the present
@@ -51,23 +53,28 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from emulator.fidelity import REFERENCE_FRAME_BYTES, LatenessHistogram
 
-MIN_EVENTS = 20
+MIN_EVENTS = 200  # below this a p99 is one frame: noise, not a percentile
 PERCENTILE = 0.99
 BEHIND_LATE_FRACTION = 0.01
 MAX_REASONS = 6
 RULE = (f"p99 lateness of departures (switch ports, NIC agents) and of switch receive waits "
         f"at most one {REFERENCE_FRAME_BYTES} B frame time at the port's rate, no lag given "
-        "up, no receive overrun")
+        "up, no receive overrun, no fed flow run dry")
+
+
+NICE_STEPS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
 
 
 def nice_ceil(value: float) -> int:
-    """The smallest of 1, 2, 5, 10, 20, 50, ... at least ``value``."""
+    """The smallest of 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, ... at
+    least ``value`` (whole numbers; 1.5 and 2.5 steps only from 10 up)."""
     if value <= 1:
         return 1
     exp = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 5, 10):
-        if step * exp >= value - 1e-9:
-            return int(step * exp)
+    for step in NICE_STEPS:
+        k = step * exp
+        if k >= value - 1e-9 and float(k).is_integer():
+            return int(k)
     return int(10 * exp)
 
 
@@ -84,7 +91,7 @@ def _where(switch: str, port: Mapping[str, Any]) -> str:
 def judge(switches: Mapping[str, Mapping[str, Any] | None],
           agents: Mapping[str, Mapping[str, Any] | None], cpu: Mapping[str, Any] | None, *,
           start_unix: float, end_unix: float, time_scale: float = 1.0,
-          target: str = "builtin") -> dict[str, Any]:
+          target: str = "builtin", feeder_starved: int = 0) -> dict[str, Any]:
     """The ``fidelity`` block (see the module docstring). ``switches``: switch
     name -> its ``GetFidelity`` answer (None when not read); ``agents``:
     server -> the agent's stats (None when it wrote none)."""
@@ -153,6 +160,9 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
         reasons.append((10.0, f"lag given up: {given_up:.4f} s (switch ports "
                               f"{given_up_switch:.4f} s, NIC pacers {given_up_agents:.4f} s): "
                               "the host fell so far behind that it skipped time"))
+    if feeder_starved:
+        reasons.append((2.0, f"unlimited flows ran dry {feeder_starved} times: the runner fell "
+                             "behind posting their chunks, so they sent less than asked"))
     if overruns:
         reasons.append((10.0, f"{overruns} frames dropped by the kernel (switch receive "
                               "overruns): a switch did not read its sockets in time"))
@@ -178,6 +188,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
         "agent_late_p99_us": agent_late.percentile_us(PERCENTILE),
         "agent_late_max_us": agent_late.max_us if agent_late.count else None,
         "lag_given_up_s": given_up,
+        "feeder_starved": feeder_starved,
         "rx_overruns": overruns if switch_measured else None,
         "cpu_busy": cpu.get("cpu_busy"),
         "cpu_busy_max": cpu.get("cpu_busy_max"),
@@ -195,6 +206,13 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
     if note:
         out["note"] = note
     return out
+
+
+def virtual_fidelity() -> dict[str, Any]:
+    """The ``fidelity`` block of a virtual-time run: faithful by construction
+    (every event happens at its time; nothing waits for a CPU)."""
+    return {"faithful": True, "reasons": [], "clock": "virtual", "lag_given_up_s": 0.0,
+            "measured": [], "rule": "virtual time: every frame leaves exactly when due"}
 
 
 def _bins(series: Mapping[str, Any] | None, offset: float) -> Iterable[tuple[float, float, bool]]:

@@ -348,7 +348,8 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
     totals.update(link_sums)
     results["time_scale"] = scenario.time_scale
     # *_dc_s, *_dc_bps twins when time-scaled (or simulated: then equal)
-    to_dc(results, scenario.time_scale, native=target == "sim")
+    auto = (scenario.time_scale_choice or {}).get("mode") == "auto"
+    to_dc(results, scenario.time_scale, native=target == "sim" or auto)
     results["checks"] = evaluate_checks(scenario, results)
     return results
 

@@ -78,7 +78,7 @@ from emulator.scenario.agents import (
 from emulator.scenario.collective_metrics import collective_results
 from emulator.scenario.cpu import CpuSampler
 from emulator.scenario.errors import ScenarioError
-from emulator.scenario.fidelity import judge, write_behind_csv
+from emulator.scenario.fidelity import judge, virtual_fidelity, write_behind_csv
 from emulator.scenario.gpu_capture import GpuCapture
 from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
 from emulator.scenario.results import (
@@ -157,6 +157,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     queue_stats: dict[str, Any] = {}
     queue_series: dict[str, Any] = {}
     switch_fidelity: dict[str, Any] = {}
+    feeding: dict[str, int] = {}
     cpu = CpuSampler()
     start_unix = end_unix = time.time()
     timings: dict[str, float] = {}
@@ -171,7 +172,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             session = stack.enter_context(FabricSession(
                 scenario.topology, target=target, settings=to_fabric_settings(scenario),
                 workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes,
-                options=NetworkOptions(pcap=bool(switch_points))))
+                options=NetworkOptions(pcap=bool(switch_points), seed=scenario.seed)))
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None
@@ -231,7 +232,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             cpu.start()
             try:
                 _drive(scenario, qps, flows, agents, sockdir, start_unix, net, events_done,
-                       progress)
+                       progress, feeding)
             except KeyboardInterrupt:
                 partial = True
                 errors.append("interrupted (Ctrl-C): results are partial")
@@ -266,7 +267,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     timings["total_s"] = round(time.perf_counter() - clock, 3)
     fidelity = judge(switch_fidelity, agent_stats, cpu.result(since_unix=start_unix),
                      start_unix=start_unix, end_unix=end_unix,
-                     time_scale=scenario.time_scale, target=target)
+                     time_scale=scenario.time_scale, target=target,
+                     feeder_starved=feeding.get("starved", 0))
     write_behind_csv(out / "behind.csv", fidelity)
     return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
                                 queue_stats, queue_series, start_unix, end_unix, partial,
@@ -301,6 +303,8 @@ def finish_run(run: RunRecord, say: Callable[[str], None]) -> dict[str, Any]:
     """Assemble results.json, check its invariants, write it with the CSVs
     and the plots into ``run.out``; returns the results."""
     extra = dict(run.extra)
+    if run.target == "sim":
+        extra.setdefault("fidelity", virtual_fidelity())
     if run.plans:
         extra["collectives"] = collective_results(run.plans, run.qps, run.agent_stats,
                                                   run.start_unix)
@@ -393,14 +397,16 @@ def _apply_buffer_overrides(scenario: Scenario, qclients: dict[str, Any]) -> Non
 
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
            sockdir: Path, start_unix: float, net: Any, events_done: list[dict[str, Any]],
-           show_progress: bool) -> None:
-    """The run itself: events, feeding, progress, until the duration is up."""
+           show_progress: bool, feeding: dict[str, int] | None = None) -> None:
+    """The run itself: events, feeding, progress, until the duration is up;
+    ``feeding["starved"]`` gets the times a fed flow ran dry."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from emulator.traffic.agent.control import AgentClient
 
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
     feeder = Feeder(scenario, qps, ops)
+    feeding = {} if feeding is None else feeding
     pending: list[EventSpec] = list(scenario.events)
     switch_ifaces = net.switch_interfaces()
     sized = sum(q.size_bytes or 0 for q in qps)
@@ -439,6 +445,7 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
                 time.sleep(min(TICK_S, max(0.0, end - time.time())))
     finally:
+        feeding["starved"] = feeder.starved
         for c in clients.values():
             c.close()
 

@@ -49,7 +49,11 @@ that works; faster than :data:`COMFORTABLE_RATE_BPS` is a warning.
 The emulated scenario keeps the written one in ``Scenario.written`` for
 reporting; results (:func:`to_dc`) carry both units: every known ``*_s``
 field gets a ``*_dc_s`` twin (÷ k) and every ``*_bps`` one a ``*_dc_bps``
-twin (× k), by the table :data:`DC_FIELDS`.
+twin (× k), by the table :data:`DC_FIELDS`, and every ``paused_s`` under
+``switches`` and ``hosts`` (per switch, port and priority; per host and
+NIC) a ``paused_dc_s`` (:data:`DC_NESTED`). A run whose time scale was
+chosen by ``auto`` carries the twins even when k came out 1, so its
+checks can be written in data-centre units whatever this machine chose.
 """
 
 from __future__ import annotations
@@ -80,6 +84,9 @@ DC_FIELDS: dict[str, tuple[str, ...]] = {
     "collectives": ("time_s", "algbw_bps", "busbw_bps", "latency_p50_s", "latency_p99_s",
                     "latency_max_s"),
 }
+
+# Sections whose nested mappings, at any depth, get twins of these fields.
+DC_NESTED: dict[str, tuple[str, ...]] = {"switches": ("paused_s",), "hosts": ("paused_s",)}
 
 T = TypeVar("T")
 
@@ -269,4 +276,16 @@ def to_dc(results: MutableMapping[str, Any], k: float, *,
             for entry in part:
                 if isinstance(entry, MutableMapping):
                     _add_dc(entry, names, k)
+    for section, names in DC_NESTED.items():
+        _add_dc_nested(results.get(section), names, k)
     return results
+
+
+def _add_dc_nested(part: Any, names: tuple[str, ...], k: float) -> None:
+    if isinstance(part, MutableMapping):
+        _add_dc(part, names, k)
+        for value in list(part.values()):
+            _add_dc_nested(value, names, k)
+    elif isinstance(part, list):
+        for value in part:
+            _add_dc_nested(value, names, k)

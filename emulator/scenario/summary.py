@@ -59,7 +59,7 @@ def summary(results: Mapping[str, Any]) -> Any:
                                        Units(results)))
     if results.get("checks"):
         parts.append(checks_table(results["checks"]))
-    if results.get("fidelity"):
+    if results.get("fidelity") and results.get("target") != "sim":
         parts.extend(fidelity_parts(results))
     return Group(*parts)
 

@@ -71,7 +71,7 @@ def test_a_shared_link_caps_what_it_carries():
 def test_the_budget_keeps_every_process_under_its_share():
     written = scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}])
     k, budget = choose(written, CAL, cores=2, load1=0.0)
-    assert k in (1, 2, 5, 10, 20, 50, 100)
+    assert k in (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100)
     shares = budget["core_share_at_scale"]
     assert max(shares.values()) <= PROCESS_SHARE + 1e-9
     assert budget["busiest"] == "switch leaf-r0-0" and budget["cost_us"] == 50.0
