@@ -63,7 +63,7 @@ class SwitchNode(Component):
         return receive
 
 
-_ALL = -1
+_ALL = None
 
 
 class AgentNode(Component):
@@ -73,7 +73,12 @@ class AgentNode(Component):
     would say, kept per NIC: a frame delivered to one NIC changes that NIC's
     next send and the agent's timers, nothing of the other NICs (work that
     follows an arrival elsewhere is posted by a timer), so only that NIC is
-    asked again; after a wake-up, or anything else done to the agent, all are."""
+    asked again. A wake-up runs the agent's due timers and, when none was
+    due, services only the NICs whose time has come (what
+    :meth:`~emulator.traffic.agent.agent.Agent.service` would do, without
+    visiting the idle ones: on this clock nothing wakes late, so an idle
+    NIC has no lag to give up). Anything else done to the agent from
+    outside asks every NIC again."""
 
     __slots__ = ("agent", "nics", "nic_times", "touched")
 
@@ -82,7 +87,7 @@ class AgentNode(Component):
         self.agent = agent
         self.nics = list(agent.nics)
         self.nic_times = [INF] * len(self.nics)
-        self.touched = _ALL
+        self.touched: list[int] | None = _ALL
 
     def next_time(self) -> float:
         agent = self.agent
@@ -90,11 +95,13 @@ class AgentNode(Component):
             return INF
         times = self.nic_times
         touched = self.touched
-        if touched == _ALL:
+        if touched is _ALL:
             for i, nic in enumerate(self.nics):
                 times[i] = nic.next_tx_time()
         else:
-            times[touched] = self.nics[touched].next_tx_time()
+            nics = self.nics
+            for i in touched:
+                times[i] = nics[i].next_tx_time()
         self.touched = _ALL
         t = agent.timers.next_time()
         for n in times:
@@ -103,14 +110,26 @@ class AgentNode(Component):
         return t
 
     def wake(self, now: float) -> None:
-        self.agent.service(now)
+        agent = self.agent
+        if agent.timers.run_due(now):
+            for nic in self.nics:   # a timer may have given any NIC work
+                nic.service(now)
+            return
+        times = self.nic_times
+        serviced = []
+        for i, nic in enumerate(self.nics):
+            if times[i] <= now:
+                nic.service(now)
+                serviced.append(i)
+        self.touched = serviced
 
     def receiver(self, nic_index: int) -> Receive:
         on_frame = self.agent.on_frame
+        only = [nic_index]
 
         def receive(frame: bytes, now: float) -> None:
             on_frame(nic_index, frame, now)
-            self.touched = nic_index
+            self.touched = only
         return receive
 
 
