@@ -489,3 +489,17 @@ def test_the_summary_shows_data_centre_columns_only_when_scaled():
     assert "200000.0" in scaled and "max_fct_dc_s" in scaled
     plain = render(_results(1))
     assert "DC FCT" not in plain and "time scale" not in plain
+
+
+def test_the_sim_target_runs_data_centre_units_as_written():
+    """On sim nothing is slowed: time_scale is recorded as 1 with the file's
+    value kept, and links no live machine could emulate are no error."""
+    data = dc_data(time_scale=K)
+    scenario = scenario_from_dict({**data, "target": "sim"}, source="dc.yaml")
+    assert scenario.target == "sim" and scenario.time_scale == 1
+    assert scenario.ignored_time_scale == K and scenario.written is None
+    assert scenario.topology.links[0].rate_bps == 400_000_000_000
+    fast = dc_data(time_scale=1, rate="800Gbps")
+    with pytest.raises(ScenarioError, match="time_scale"):
+        load(fast)                                     # live: too fast to emulate
+    assert scenario_from_dict(fast, source="dc.yaml", target_override="sim").time_scale == 1
