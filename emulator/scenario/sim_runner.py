@@ -180,7 +180,10 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
                  "series_bin_s": bin_s, "seed": scenario.seed,
                  # time frames waited for a NIC's wire (the NIC paced faster
                  # than its line): 0 unless the agent's pacing is off
-                 "nic_wire_wait_s": round(sum(e.queued_s for e in fabric.nic_ends.values()), 9)}
+                 "nic_wire_wait_s": round(sum(e.queued_s for e in fabric.nic_ends.values()), 9),
+                 # frames the switches sent to GPUs that run no agent (nothing to receive them)
+                 "frames_to_idle_gpus": fabric.sink.frames,
+                 "lost_on_down_links": sum(link.lost_in_flight for link in fabric.links.values())}
     extra: dict[str, Any] = {"events": events_done, "errors": errors, "timings": timings,
                              "sim": sim_block}
     if scenario.ignored_time_scale is not None:

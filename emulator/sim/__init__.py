@@ -1,0 +1,12 @@
+"""The virtual-time target: a whole fabric in one process on one clock.
+
+- :mod:`.engine`: the simulated clock and the one event heap;
+- :mod:`.links`: links, their ends (the switch ports' and NICs' back ends)
+  and the engine components for switches and NIC agents;
+- :mod:`.fabric`: a topology's switches, links and agents, programmed by the
+  controller over in-process P4Runtime (:mod:`.p4rt`).
+
+The switches, traffic manager, P4 program, controller and NIC agents are
+the live target's own; only the clock and the wire are this package's. The
+scenario runner for it is :mod:`emulator.scenario.sim_runner`.
+"""

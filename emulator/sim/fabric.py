@@ -204,12 +204,11 @@ class SimFabric:
         what the switches send to those GPUs, and let the engine drive it."""
         node = AgentNode(server, agent)
         names = [nic.config.name for nic in agent.nics]
-        for gpu in gpus:
-            end = self.nic_ends[gpu]
-            peer = self.port_ends[(self.topology.gpu(gpu).switch, self.topology.gpu(gpu).switch_port)]
-            peer.peer_node = node
-            peer.peer_receive = node.receiver(names.index(self.topology.gpu(gpu).intf))
-            assert end.peer_node is not None
+        for name in gpus:
+            gpu = self.topology.gpu(name)
+            port_end = self.port_ends[(gpu.switch, gpu.switch_port)]
+            port_end.peer_node = node
+            port_end.peer_receive = node.receiver(names.index(gpu.intf))
         self.agents[server] = node
         self.engine.schedule(node)
         return node
