@@ -9,8 +9,10 @@ built from an :class:`ExerciseLayout` (what the tutorials'
 - Switches: one ``aifabric-switch`` each, device id and gRPC port as the
   tutorials number them (0, 1, ... and 50051, 50052, ...), started with its
   program; a link's latency and bandwidth are the switch ports' delay and
-  rate. Latency therefore applies where a switch sends: both ways between
-  switches, switch to host on host links (the kernel here has no netem).
+  rate (the kernel here has no netem). Between switches each end realises
+  what it sends; on a host link the switch port realises both directions
+  (host-facing ports get ``rx_link``, :mod:`.command`), and the host's token
+  bucket keeps its own queue, as TCLink shapes both ends.
 - Names: ports live in the root namespace as ``afx<run>s<i>p<port>`` with
   the alias ``aifabric:<run>:sN-ethK``, so ``aifabric clean`` can find
   them (:mod:`.naming`); captures go to ``<pcap dir>/sN-ethK_in.pcap`` and

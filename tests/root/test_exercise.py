@@ -98,8 +98,13 @@ def test_cli_commands_on_a_running_exercise(exercise, tmp_path):
                          say=said.append) as session:
         netns = session.network.netns_name("h1")
         pinged = subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "3", "-i", "0.2",
-                                 "10.0.3.3"], capture_output=True)
+                                 "-q", "10.0.2.2"], capture_output=True, text=True)
         assert pinged.returncode == 0
+        # h1-s1 has 4 ms, s1-s2 1 ms, h2-s2 0 ms: both ways, 10 ms a round trip.
+        rtt_min_ms = float(pinged.stdout.strip().splitlines()[-1].split("=")[1].split("/")[0])
+        assert 10.0 <= rtt_min_ms < 10.0 + 15.0, pinged.stdout
+        subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "2", "-i", "0.2", "10.0.3.3"],
+                       capture_output=True)
         script = tmp_path / "commands"
         script.write_text(f"counters s1\nqueues s1\ncounters s9\ncapture s1:1 2 "
                           f"{tmp_path / 'cap.pcap'}\ncapture s1:9\nh1 ping -c 1 h2\n")
@@ -141,22 +146,23 @@ def _wait_up(exercise: Path, proc: subprocess.Popen, timeout_s: float = 120) -> 
 def test_a_signal_tears_the_exercise_down(exercise, sig, check):
     # In the CLI, Ctrl-C only interrupts the command that runs (as in
     # Mininet's CLI); SIGTERM and SIGHUP end the run. Outside it, all do.
-    extra = ["--check"] if check else []
-    proc = subprocess.Popen([AIFABRIC, "exercise", str(exercise), "--program",
-                             str(exercise / "solution" / "relay.p4"), *extra],
+    # With --check, the skeleton: no ping answers, so the check runs seconds.
+    extra = ["--check"] if check else ["--program", str(exercise / "solution" / "relay.p4")]
+    proc = subprocess.Popen([AIFABRIC, "exercise", str(exercise), *extra],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         run_id = _wait_up(exercise, proc)
-        time.sleep(0.5 if check else 1.5)  # pinging / in the CLI
+        time.sleep(0.2 if check else 1.5)  # programming or pinging / in the CLI
         proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    assert proc.returncode == 130, proc.stdout.read() if proc.stdout else ""
-    assert leftovers(run_id) == []
+    output = proc.stdout.read() if proc.stdout else ""
+    assert proc.returncode == 130, (proc.returncode, output)
+    assert leftovers(run_id) == [], output
 
 
 def test_clean_removes_what_a_killed_exercise_left(exercise):

@@ -133,7 +133,7 @@ def test_the_layout_numbers_switches_and_ports_as_the_tutorials_do(exercise):
     assert [(s.name, s.index) for s in layout.switches] == [("s1", 0), ("s2", 1), ("s3", 2)]
     s1 = layout.switches[0]
     assert {(p.port, p.peer, p.peer_port, p.rate_bps, p.delay_us) for p in s1.ports} == {
-        (1, "h1", 0, 0, 0.0), (2, "s2", 2, 20_000_000, 1000.0), (3, "s3", 2, 0, 500.0)}
+        (1, "h1", 0, 0, 4000.0), (2, "s2", 2, 20_000_000, 1000.0), (3, "s3", 2, 0, 500.0)}
     assert [(h.name, h.switch, h.port, h.rate_bps) for h in layout.hosts] == [
         ("h1", "s1", 1, 0), ("h2", "s2", 1, 0), ("h3", "s3", 1, 50_000_000)]
     assert s1.device_config.endswith("build/relay.json")
