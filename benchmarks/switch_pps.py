@@ -1,21 +1,25 @@
-"""Forwarded packets per second of one switch on two veth ports.
+"""Forwarded packets per second of one switch on veth ports (live clock).
 
-A switch (built-in or BMv2) runs basic IPv4 forwarding (a few LPM entries)
-between two veths in network namespaces; a raw-socket blaster in another
-process and namespace offers pre-built frames at a fixed rate; this process
-counts what comes out of the other veth. Prints figures, passes or fails
-nothing. Needs root. Run from the repository root::
+``--program fabric`` (the default): the switch a scenario runs, fabric.p4
+programmed by the controller over P4Runtime, in a two-server fabric brought
+up by the same code as ``aifabric run`` (:class:`FabricSession`, 100 Gb/s
+links so the port never shapes); a raw-socket blaster in srv0's namespace
+offers RoCEv2 WRITE frames of ``--frame-bytes`` (default: 1 KB and 4 KB, one
+run each) to srv1/gpu0 through their common leaf, and this process counts
+what reaches srv1's NIC. ``--program basic``: basic IPv4 forwarding (a few
+LPM entries) between two veths, as earlier figures were taken (built-in:
+the test launcher's IR program; BMv2: ``--p4``, by default the unit tests'
+``basic_forwarding.p4``). Prints figures, passes or fails nothing. Needs
+root. Run from the repository root::
 
     .venv/bin/python benchmarks/switch_pps.py --target builtin --seconds 5 [--json]
 
 ``pps`` is what the receiver got per second over the measuring window;
 ``us_per_packet`` the switch process's CPU time per forwarded packet;
-``cpu_percent`` its CPU use over the window (100 = one core), from /proc.
-
-Until the P4 front end can compile ``p4src/``, the built-in switch gets its
-program from the test launcher (``tests/root/test_builtin_switch_launcher.py``,
-the basic program built as IR). ``--target bmv2`` needs ``p4c-bm2-ss`` and
-``simple_switch_grpc`` (the Vagrant VM) and a P4 source (``--p4``).
+``cpu_percent`` its CPU use over the window (100 = one core), from /proc;
+``load_average`` the machine's 1-minute load when the run started (other
+work shares the cores). ``--target bmv2`` needs ``p4c-bm2-ss`` and
+``simple_switch_grpc`` (the Vagrant VM); without them it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pathlib import Path
 from emulator.network.netlink import packet_socket
 
 REPO = Path(__file__).resolve().parents[1]
+BASIC_P4 = REPO / "tests" / "unit" / "p4" / "programs" / "basic_forwarding.p4"
 SWITCH_MAC = {1: 0x020000000101, 2: 0x020000000202, 3: 0x020000000303}
 BMV2_TOOLS = ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
 
@@ -145,6 +150,97 @@ def start_bmv2(net: Network, tmp: str, p4: str) -> tuple[subprocess.Popen, None]
     return proc, None
 
 
+def fabric_topology():  # type: ignore[no-untyped-def]
+    from emulator.topology import build_topology, spec_from_dict
+
+    return build_topology(spec_from_dict({
+        "name": "bench", "kind": "rail-optimized", "servers": 2, "gpus_per_server": 1,
+        "servers_per_leaf": 2, "spines": 1, "host_link": {"rate": "100Gbps", "delay": "1us"},
+        "fabric_link": {"rate": "100Gbps", "delay": "1us"}}, "<bench>"))
+
+
+def roce_frame(topology, frame_bytes: int) -> bytes:  # type: ignore[no-untyped-def]
+    """A RoCEv2 WRITE (middle) frame of ``frame_bytes`` from srv0/gpu0 to srv1/gpu0."""
+    from emulator.traffic.layers.opcodes import RC_RDMA_WRITE_MIDDLE
+    from emulator.traffic.roce import RoceFlow
+
+    a, b = topology.gpu("srv0/gpu0"), topology.gpu("srv1/gpu0")
+    flow = RoceFlow(a.mac, a.gateway_mac, a.ip, b.ip, 0xC001)
+    return flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * (frame_bytes - 58))
+
+
+def run_fabric(target: str, seconds: float, offered_pps: float, frame_bytes: int,
+               log_level: str, profile: str | None) -> dict:
+    """fabric.p4 on a programmed leaf of a real (two-server) fabric."""
+    from emulator.network.fabric_net import NetworkOptions
+    from emulator.scenario.session import FabricSession
+
+    topology = fabric_topology()
+    frame = roce_frame(topology, frame_bytes)
+    a, b = topology.gpu("srv0/gpu0"), topology.gpu("srv1/gpu0")
+    with tempfile.TemporaryDirectory(prefix="afxb-") as tmp, FabricSession(
+            topology, target=target, workdir=Path(tmp),
+            options=NetworkOptions(mtu=9000, log_level=log_level)) as session:
+        net = session.network
+        assert net is not None
+        proc = net.switch(a.switch).proc
+        assert proc is not None
+        rx = packet_socket(net.netns_name(b.server) or "", b.intf, rcvbuf_bytes=32 << 20)
+        rx.settimeout(0.2)
+        try:
+            return _measure(net.netns_name(a.server) or "", a.intf, rx, frame, proc.pid,
+                            seconds, offered_pps, profile,
+                            lambda data: data[12:14] == b"\x08\x00"
+                            and data[23] == 17) | {"program": "fabric.p4", "target": target,
+                                                   "frame_bytes": frame_bytes}
+        finally:
+            rx.close()
+
+
+def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, pid: int,
+             seconds: float, offered_pps: float, profile: str | None, counts) -> dict:
+    warmup = 1.0
+    blaster = subprocess.Popen(
+        ["ip", "netns", "exec", blast_ns, sys.executable, "-c", BLASTER, blast_iface,
+         frame.hex(), str(offered_pps), str(seconds + warmup + 0.5)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t_start = time.monotonic()
+    while time.monotonic() - t_start < warmup:
+        try:
+            rx.recv(65535)
+        except socket.timeout:
+            pass
+    spy = None
+    if profile:
+        spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-o", profile,
+                                "-d", str(int(seconds)), "-f", "raw", "--threads", "--gil"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    arrivals = 0
+    cpu0, w0 = cpu_seconds(pid), time.monotonic()
+    while time.monotonic() - w0 < seconds:
+        try:
+            data = rx.recv(65535)
+        except socket.timeout:
+            continue
+        if counts(data):
+            arrivals += 1
+    cpu1, w1 = cpu_seconds(pid), time.monotonic()
+    out, err = blaster.communicate(timeout=30)
+    if blaster.returncode:
+        raise RuntimeError(f"blaster failed: {err.strip()}")
+    sent, blast_s = out.split()
+    if spy is not None:
+        spy.wait(seconds + 30)
+    wall = w1 - w0
+    user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+    cpu = user + system
+    return {"pps": round(arrivals / wall), "offered_pps": round(int(sent) / float(blast_s)),
+            "us_per_packet": round(cpu / arrivals * 1e6, 2) if arrivals else None,
+            "cpu_percent": round(100 * cpu / wall, 1),
+            "system_cpu_percent": round(100 * system / wall, 1),
+            "mbps": round(arrivals / wall * len(frame) * 8 / 1e6, 1), "seconds": round(wall, 2)}
+
+
 def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: str,
         log_level: str, profile: str | None) -> dict:
     with Network() as net, tempfile.TemporaryDirectory(prefix="afxb-") as tmp:
@@ -201,7 +297,7 @@ def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: s
                 "us_per_packet": round(cpu / arrivals * 1e6, 2) if arrivals else None,
                 "cpu_percent": round(100 * cpu / wall, 1),
                 "system_cpu_percent": round(100 * system / wall, 1), "frame_bytes": frame_bytes,
-                "seconds": round(wall, 2)}
+                "seconds": round(wall, 2), "program": "basic IPv4"}
 
 
 def main() -> int:
@@ -210,8 +306,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring window")
     parser.add_argument("--offered-pps", type=float, default=100_000,
                         help="blaster rate (0: as fast as it can)")
-    parser.add_argument("--frame-bytes", type=int, default=100)
-    parser.add_argument("--p4", default=str(REPO / "p4src" / "basic.p4"), help="bmv2: P4 source")
+    parser.add_argument("--program", choices=("fabric", "basic"), default="fabric",
+                        help="fabric: fabric.p4 on a programmed leaf (default); basic: IPv4 "
+                             "forwarding between two veths")
+    parser.add_argument("--frame-bytes", type=int, action="append",
+                        help="frame size (repeatable; default 1024 and 4096 for fabric, 100 "
+                             "for basic)")
+    parser.add_argument("--p4", default=str(BASIC_P4), help="bmv2 with --program basic: P4 source")
     parser.add_argument("--log-level", default="warn", help="builtin: switch log level")
     parser.add_argument("--profile", metavar="FILE",
                         help="py-spy record (raw, GIL-holding samples) of the switch into FILE")
@@ -229,13 +330,24 @@ def main() -> int:
             print(f"switch_pps: bmv2 not measured: {', '.join(missing)} not installed "
                   "(simple_switch_grpc/p4c come with the Vagrant VM)")
             return 0
-    result = run(args.target, args.seconds, args.offered_pps, args.frame_bytes, args.p4,
-                 args.log_level, args.profile)
+    sizes = args.frame_bytes or ([1024, 4096] if args.program == "fabric" else [100])
+    results = []
+    for size in sizes:
+        load = os.getloadavg()[0]
+        if args.program == "fabric":
+            result = run_fabric(args.target, args.seconds, args.offered_pps, size,
+                                args.log_level, args.profile)
+        else:
+            result = run(args.target, args.seconds, args.offered_pps, size, args.p4,
+                         args.log_level, args.profile)
+        result.update(clock="live", load_average=round(load, 2))
+        results.append(result)
+        if not args.json:
+            for key, value in result.items():
+                print(f"{key:>18}: {value}")
+            print()
     if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>14}: {value}")
+        print(json.dumps(results if len(results) > 1 else results[0]))
     return 0
 
 

@@ -33,36 +33,47 @@ def tighten_timer_slack(slack_ns: int = TIMER_SLACK_NS) -> bool:
 
 DEFAULT_RT_PRIORITY = 10
 RT_MAX_SHARE = 0.6
+RT_RESUME_SHARE = 0.3
 RT_WINDOW_S = 1.0
 
 
 class RealtimeGuard:
-    """Real-time scheduling (``SCHED_FIFO``) for the calling thread while it
+    """Real-time scheduling (``SCHED_FIFO``) for a whole process while it
     stays light.
 
     On a machine busy with other work a woken switch or agent waits for the
     scheduler for milliseconds, longer than a frame time: its frames leave
-    late. At a real-time priority it runs as soon as it wakes. A real-time
-    thread that is busy all the time would starve the machine, so the guard
-    watches the thread's own CPU time: once it uses more than
-    :data:`RT_MAX_SHARE` of a core over :data:`RT_WINDOW_S`, it goes back to
-    normal scheduling for good (``demoted``; the run is then overloaded and
-    its lateness shows it). :meth:`start` and :meth:`check` must be called
-    from the thread being scheduled (Linux schedules threads, not processes).
-    Priority 0 (or no permission) leaves scheduling alone.
+    late. At a real-time priority it runs as soon as it wakes. Every thread
+    of the process gets the priority (at :meth:`start` and at each
+    :meth:`check`, so threads started since are included): in a Python
+    process a real-time thread that needs the GIL held by a normal thread
+    the scheduler put aside would wait as long as that thread does.
+
+    A real-time process that is busy all the time would starve the machine,
+    so the guard watches the process's CPU time: over a window of
+    :data:`RT_WINDOW_S` in which it used more than :data:`RT_MAX_SHARE` of a
+    core it goes back to normal scheduling (loading a P4 program does
+    that), and it takes the priority again after a window below
+    :data:`RT_RESUME_SHARE`. ``demotions`` counts the windows it lost the
+    priority in since the last :meth:`reset` (a run's traffic should have
+    none: an overloaded process measures the host). :meth:`check` must be
+    called regularly (the switch's housekeeping, the agent's loop); priority
+    0, or no permission, leaves scheduling alone.
     """
 
-    __slots__ = ("priority", "max_share", "window_s", "active", "demoted", "demoted_share",
-                 "_t0", "_cpu0", "_next")
+    __slots__ = ("priority", "max_share", "resume_share", "window_s", "active", "enabled",
+                 "demotions", "max_share_seen", "_t0", "_cpu0", "_next")
 
     def __init__(self, priority: int = DEFAULT_RT_PRIORITY, *, max_share: float = RT_MAX_SHARE,
-                 window_s: float = RT_WINDOW_S) -> None:
+                 resume_share: float = RT_RESUME_SHARE, window_s: float = RT_WINDOW_S) -> None:
         self.priority = priority
         self.max_share = max_share
+        self.resume_share = resume_share
         self.window_s = window_s
-        self.active = False
-        self.demoted = False
-        self.demoted_share: float | None = None
+        self.enabled = False   # real-time scheduling works here
+        self.active = False    # the process has the priority now
+        self.demotions = 0
+        self.max_share_seen = 0.0
         self._t0 = self._cpu0 = self._next = 0.0
 
     def start(self, now: float) -> bool:
@@ -73,27 +84,50 @@ class RealtimeGuard:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))
         except (OSError, ValueError):
             return False
-        self.active = True
-        self._t0, self._cpu0 = now, time.thread_time()
+        self.enabled = self.active = True
+        _set_threads(os.SCHED_FIFO, self.priority)
+        self._t0, self._cpu0 = now, time.process_time()
         self._next = now + self.window_s
         return True
 
     def check(self, now: float) -> None:
-        """Demote the thread if it was too busy over the last window."""
-        if not self.active or now < self._next:
+        """Drop or retake the priority by the process's CPU use over the
+        last window (see the class docstring)."""
+        if not self.enabled or now < self._next:
             return
-        cpu = time.thread_time()
+        cpu = time.process_time()
         share = (cpu - self._cpu0) / max(now - self._t0, 1e-9)
         self._t0, self._cpu0, self._next = now, cpu, now + self.window_s
+        if self.active:
+            self.max_share_seen = max(self.max_share_seen, share)
         if share > self.max_share:
-            try:
-                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            except OSError:
-                return
-            self.active = False
-            self.demoted = True
-            self.demoted_share = round(share, 3)
+            if self.active:
+                _set_threads(os.SCHED_OTHER, 0)
+                self.active = False
+            self.demotions += 1
+        elif self.active or share < self.resume_share:
+            _set_threads(os.SCHED_FIFO, self.priority)
+            self.active = True
+
+    def reset(self) -> None:
+        self.demotions = 0
+        self.max_share_seen = 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {"priority": self.priority if (self.active or self.demoted) else 0,
-                "demoted": self.demoted, "demoted_share": self.demoted_share}
+        return {"priority": self.priority if self.enabled else 0, "active": self.active,
+                "demotions": self.demotions, "max_share": round(self.max_share_seen, 3)}
+
+
+def _set_threads(policy: int, priority: int) -> None:
+    """Every thread of this process to ``policy`` (threads that went away
+    meanwhile are skipped)."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            if os.sched_getscheduler(tid) != policy:
+                os.sched_setscheduler(tid, policy, os.sched_param(priority))
+        except OSError:
+            continue

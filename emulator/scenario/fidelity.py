@@ -27,10 +27,14 @@ switch port and NIC agent that carried at least :data:`MIN_EVENTS` frames,
   port's (NIC's) rate (120 µs at 100 Mb/s, 600 µs at 20 Mb/s),
 - the 99th percentile of the time received frames waited in a switch
   socket is within the same bound,
-- no switch port or NIC pacer gave up lag, and
+- switch ports and NIC pacers gave up, all together, at most
+  :data:`LAG_TOLERANCE` of the run's duration (a single hiccup of a few
+  milliseconds in a run of seconds skews no rate; lag given up at every
+  turn does), and
 - the kernel dropped no frame for a full socket (no receive overrun), and
 - no fed flow (``size: unlimited``, or stopped by an event) ran dry
-  because the runner fell behind posting its chunks (``feeder_starved``).
+  because the runner fell behind posting its chunks (``feeder_starved``),
+  and no event was carried out more than :data:`EVENT_SLACK_S` late.
 
 Each broken condition is one line in ``reasons`` naming where and by how
 much; ``suggested_time_scale`` is a slowdown that should do (the present
@@ -52,14 +56,19 @@ import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from emulator.fidelity import REFERENCE_FRAME_BYTES, LatenessHistogram
+from emulator.fidelity.process import RT_MAX_SHARE
 
 MIN_EVENTS = 200  # below this a p99 is one frame: noise, not a percentile
 PERCENTILE = 0.99
 BEHIND_LATE_FRACTION = 0.01
+LAG_TOLERANCE = 0.001
+# Runner events are applied every 50 ms tick: later than two ticks is late.
+EVENT_SLACK_S = 0.1
 MAX_REASONS = 6
 RULE = (f"p99 lateness of departures (switch ports, NIC agents) and of switch receive waits "
-        f"at most one {REFERENCE_FRAME_BYTES} B frame time at the port's rate, no lag given "
-        "up, no receive overrun, no fed flow run dry")
+        f"at most one {REFERENCE_FRAME_BYTES} B frame time at the port's rate, lag given up "
+        f"at most {LAG_TOLERANCE:.1%} of the run, no receive overrun, no fed flow run dry, no "
+        "event late")
 
 
 NICE_STEPS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
@@ -91,7 +100,8 @@ def _where(switch: str, port: Mapping[str, Any]) -> str:
 def judge(switches: Mapping[str, Mapping[str, Any] | None],
           agents: Mapping[str, Mapping[str, Any] | None], cpu: Mapping[str, Any] | None, *,
           start_unix: float, end_unix: float, time_scale: float = 1.0,
-          target: str = "builtin", feeder_starved: int = 0) -> dict[str, Any]:
+          target: str = "builtin", feeder_starved: int = 0,
+          events: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The ``fidelity`` block (see the module docstring). ``switches``: switch
     name -> its ``GetFidelity`` answer (None when not read); ``agents``:
     server -> the agent's stats (None when it wrote none)."""
@@ -121,10 +131,11 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
             return
         if rt.get("priority"):
             realtime["processes"] += 1
-        if rt.get("demoted"):
+        if rt.get("demotions"):
             realtime["demoted"].append(who)
-            reasons.append((5.0, f"{who} used {100 * (rt.get('demoted_share') or 0):.0f} % of a "
-                                 "core and lost its real-time priority: it was overloaded"))
+            reasons.append((5.0, f"{who} used more than {100 * RT_MAX_SHARE:.0f} % of a core and "
+                                 f"lost its real-time priority {rt['demotions']} times: it was "
+                                 "overloaded"))
 
     for name in sorted(switches):
         answer = switches[name]
@@ -156,10 +167,16 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
             bound(f"agent {server}", "send lateness", late, fid.get("frame_us") or math.inf)
         given_up_agents += sum(v.get("s", 0.0) for v in (stats.get("lag_given_up") or {}).values())
     given_up = round(given_up_switch + given_up_agents, 6)
-    if given_up > 0:
+    if given_up > LAG_TOLERANCE * max(end_unix - start_unix, 0.0):
         reasons.append((10.0, f"lag given up: {given_up:.4f} s (switch ports "
                               f"{given_up_switch:.4f} s, NIC pacers {given_up_agents:.4f} s): "
                               "the host fell so far behind that it skipped time"))
+    late_events = [e for e in events if _event_late_s(e) > EVENT_SLACK_S]
+    if late_events:
+        worst_event = max(late_events, key=_event_late_s)
+        reasons.append((3.0, f"{len(late_events)} events carried out late, the worst "
+                             f"({worst_event.get('kind')}) by {_event_late_s(worst_event):.3f} s: "
+                             "the runner fell behind"))
     if feeder_starved:
         reasons.append((2.0, f"unlimited flows ran dry {feeder_starved} times: the runner fell "
                              "behind posting their chunks, so they sent less than asked"))
@@ -206,6 +223,15 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
     if note:
         out["note"] = note
     return out
+
+
+def _event_late_s(event: Mapping[str, Any]) -> float:
+    """How late an event was applied (runner events) or handed to its agent
+    (PFC storms, which the agent times itself: late only if handed over after
+    their time)."""
+    at = event.get("at_ns", 0) / 1e9
+    done = event.get("scheduled_at_s", event.get("applied_at_s"))
+    return 0.0 if done is None else done - at
 
 
 def virtual_fidelity() -> dict[str, Any]:

@@ -230,6 +230,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                 errors.append(f"agents were ready {time.time() - start_unix:.2f} s after the "
                               "common start: the first flows started late")
             cpu.start()
+            timings["drive_s"] = round(time.perf_counter() - clock, 3)
             try:
                 _drive(scenario, qps, flows, agents, sockdir, start_unix, net, events_done,
                        progress, feeding)
@@ -268,7 +269,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     fidelity = judge(switch_fidelity, agent_stats, cpu.result(since_unix=start_unix),
                      start_unix=start_unix, end_unix=end_unix,
                      time_scale=scenario.time_scale, target=target,
-                     feeder_starved=feeding.get("starved", 0))
+                     feeder_starved=feeding.get("starved", 0), events=events_done)
     write_behind_csv(out / "behind.csv", fidelity)
     return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
                                 queue_stats, queue_series, start_unix, end_unix, partial,
@@ -404,17 +405,20 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
 
     from emulator.traffic.agent.control import AgentClient
 
-    ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
-    feeder = Feeder(scenario, qps, ops)
-    feeding = {} if feeding is None else feeding
-    pending: list[EventSpec] = list(scenario.events)
-    switch_ifaces = net.switch_interfaces()
-    sized = sum(q.size_bytes or 0 for q in qps)
-    end = start_unix + scenario.duration_s
+    # Storms first: they are timed by the agents, and a runner slowed by a
+    # busy machine must not hand them over after their time.
     clients = {s: AgentClient.wait(a.control, timeout_s=10.0) for s, a in agents.items()}
+    pending: list[EventSpec] = list(scenario.events)
     for event in [e for e in pending if e.kind in STORM_EVENTS]:
         pending.remove(event)
         events_done.append(_schedule_storm(scenario, event, clients, start_unix))
+    ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
+    feeder = Feeder(scenario, qps, ops)
+    feeding = {} if feeding is None else feeding
+    switch_ifaces = net.switch_interfaces() if any(
+        e.kind in ("link_down", "link_up") for e in pending) else {}
+    sized = sum(q.size_bytes or 0 for q in qps)
+    end = start_unix + scenario.duration_s
     next_stats = 0.0
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),

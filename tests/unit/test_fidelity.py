@@ -214,3 +214,14 @@ def test_cpu_sampler_reads_proc_stat(tmp_path):
     result = sampler.result()
     assert result["cpu_busy"] == pytest.approx(0.667, abs=0.001) and result["cores"] >= 1
     assert CpuSampler(path=str(tmp_path / "none")).start().result()["cpu_busy"] is None
+
+
+def test_events_carried_out_late_are_a_reason():
+    events = [{"kind": "stop_flow", "at_ns": 1_000_000_000, "applied_at_s": 1.03},
+              {"kind": "pfc_storm_start", "at_ns": 300_000_000, "applied_at_s": 0.3,
+               "scheduled_at_s": -0.5}]
+    f = judge({}, {}, None, start_unix=0, end_unix=1, events=events)
+    assert f["faithful"] is True
+    events.append({"kind": "pfc_storm_stop", "at_ns": 300_000_000, "scheduled_at_s": 3.6})
+    f = judge({}, {}, None, start_unix=0, end_unix=1, events=events)
+    assert f["faithful"] is False and "1 events carried out late" in f["reasons"][0]

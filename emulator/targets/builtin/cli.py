@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rt-priority", type=int, default=0, metavar="N",
                    help="run the data plane at SCHED_FIFO priority N while it stays light "
                         "(default 0: normal scheduling)")
+    p.add_argument("--no-rx-ring", action="store_true",
+                   help="read frames with recvmsg, one system call each, instead of a "
+                        "PACKET_MMAP ring")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the P4 program's random stream (default 0)")
     p.add_argument("--pfc-to-pipeline", action="store_true",
@@ -117,7 +120,7 @@ def switch_options(args: argparse.Namespace) -> SwitchOptions:
         raise SwitchError(f"--rt-priority {args.rt_priority}: not in 0..99")
     return SwitchOptions(device_id=args.device_id, priority_queues=args.priority_queues,
                          cpu_port=args.cpu_port, pfc_to_pipeline=args.pfc_to_pipeline,
-                         realtime_priority=args.rt_priority,
+                         realtime_priority=args.rt_priority, rx_ring=not args.no_rx_ring,
                          default_port=base, port_settings=per_port, pcap_dir=pcap_dir)
 
 

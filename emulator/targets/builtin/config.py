@@ -98,8 +98,10 @@ class SwitchOptions:
     cpu_port: int | None = None
     # Hand received PFC frames to the P4 program too (the MAC acts on them anyway).
     pfc_to_pipeline: bool = False
-    # SCHED_FIFO priority of the data-plane thread while it stays light (0: normal).
+    # SCHED_FIFO priority of the process while it stays light (0: normal).
     realtime_priority: int = 0
+    # Receive through PACKET_MMAP rings (ports.RawPort); False: recvmsg per frame.
+    rx_ring: bool = True
     default_port: PortConfig = field(default_factory=PortConfig)
     port_settings: dict[int, dict[str, Any]] = field(default_factory=dict)
     pcap_dir: str | None = None

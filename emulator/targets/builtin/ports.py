@@ -16,7 +16,11 @@ end has ``name``, ``fileno()`` (a descriptor that polls readable when
   enters the receive path (``SO_TIMESTAMPNS``) and the port measures how
   long it waited before the switch read it (``rx_wait``, a
   :class:`~emulator.fidelity.LatenessHistogram`): the time a busy switch
-  leaves frames in the socket. Hosts should turn off TSO/GSO on their veths: an AF_PACKET socket
+  leaves frames in the socket. With ``ring`` (default) frames are read from
+  a ``PACKET_MMAP`` receive ring (:mod:`.ring`: no system call per frame,
+  the same timestamps and VLAN tags from the ring's slot headers); where
+  the ring cannot be set up the port reads with ``recvmsg``. Hosts should
+  turn off TSO/GSO on their veths: an AF_PACKET socket
   reads a GSO super-frame as one frame, which the switch forwards as is
   (and the send fails above the MTU: a ``tx_error`` drop).
 - :class:`FakePort`: in memory, for tests (``inject`` to receive, ``sent``
@@ -38,6 +42,7 @@ from collections import deque
 from typing import Callable
 
 from emulator.fidelity import LatenessHistogram
+from emulator.targets.builtin.ring import RxRing, interface_mtu
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -98,38 +103,65 @@ class RawPort:
     CAP_NET_RAW)."""
 
     def __init__(self, iface: str, *, rcvbuf_bytes: int = 8 << 20, keep_vlan: bool = True,
-                 timestamps: bool = True) -> None:
+                 timestamps: bool = True, ring: bool = True) -> None:
         self.name = iface
         self.errors = 0
         self.last_error: OSError | None = None
         # Protocol 0 receives nothing until bind, so no frame of another
         # interface slips in between socket() and bind().
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        self.rx_wait: LatenessHistogram | None = LatenessHistogram() if timestamps else None
+        self._ring: RxRing | None = None
         try:
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             try:
                 sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf_bytes)
             except PermissionError:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
-            if keep_vlan:
-                sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-            if timestamps:
-                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            if ring and keep_vlan:  # the ring's slots carry the tag and timestamp
+                try:
+                    self._ring = RxRing(sock, interface_mtu(iface), self.rx_wait,
+                                        ring_bytes=rcvbuf_bytes)
+                except OSError:
+                    self._ring = None
+            if self._ring is None:
+                if keep_vlan:
+                    sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+                if timestamps:
+                    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             sock.bind((iface, ETH_P_ALL))
             mreq = struct.pack("iHH8s", socket.if_nametoindex(iface), PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             sock.setblocking(False)
         except BaseException:
+            if self._ring is not None:
+                self._ring.close()
             sock.close()
             raise
         self._sock = sock
         self._recvmsg_needed = keep_vlan or timestamps
-        self.rx_wait: LatenessHistogram | None = LatenessHistogram() if timestamps else None
+        if self._ring is not None:
+            self.recv = self._ring.recv  # type: ignore[method-assign]
         self._recv = sock.recv
         self._recvmsg = sock.recvmsg
         self._send = sock.send
-        self.truncated = 0
+        self._truncated = 0
         self.overruns = 0
+
+    @property
+    def truncated(self) -> int:
+        """Frames longer than the receive buffer (or ring slot), skipped."""
+        return self._truncated + (self._ring.truncated if self._ring is not None else 0)
+
+    @truncated.setter
+    def truncated(self, value: int) -> None:
+        self._truncated = value
+        if self._ring is not None:
+            self._ring.truncated = 0
+
+    @property
+    def uses_ring(self) -> bool:
+        return self._ring is not None
 
     def poll_overruns(self) -> int:
         """Frames the kernel dropped because this socket's receive buffer was
@@ -157,7 +189,7 @@ class RawPort:
             self.last_error = exc
             return None
         if flags & _MSG_TRUNC:
-            self.truncated += 1
+            self._truncated += 1
             return None
         for level, kind, cdata in anc:
             if kind == SO_TIMESTAMPNS and level == socket.SOL_SOCKET:
@@ -182,6 +214,10 @@ class RawPort:
             return False
 
     def close(self) -> None:
+        if self._ring is not None:
+            self.recv = lambda: None  # type: ignore[method-assign]
+            self._ring.close()
+            self._ring = None
         self._sock.close()
 
 

@@ -97,7 +97,7 @@ class Switch:
     def open_interface(self, number: int, iface: str, config: PortConfig | None = None) -> None:
         """Add port ``number`` on network interface ``iface`` (AF_PACKET)."""
         try:
-            backend = RawPort(iface)
+            backend = RawPort(iface, ring=self.options.rx_ring)
         except OSError as exc:
             raise SwitchError(f"port {number}: cannot open interface {iface}: {exc.strerror or exc}") \
                 from None
@@ -269,6 +269,8 @@ class Switch:
 
     def reset_stats(self, ports: Iterable[int] | None = None) -> None:
         selected = None if ports is None else list(ports)
+        if selected is None:
+            self.realtime.reset()
         self.call_in_dataplane(lambda: self.dataplane.reset_stats(selected))
 
     def inject_packet_out(self, frame: bytes) -> None:
