@@ -120,7 +120,7 @@ class RawPort:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
             if ring and keep_vlan:  # the ring's slots carry the tag and timestamp
                 try:
-                    self._ring = RxRing(sock, interface_mtu(iface), self.rx_wait,
+                    self._ring = RxRing(sock, interface_mtu(sock, iface), self.rx_wait,
                                         ring_bytes=rcvbuf_bytes)
                 except OSError:
                     self._ring = None

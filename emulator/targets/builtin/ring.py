@@ -20,6 +20,7 @@ header (2 KB at MTU 1500); the ring is about ``ring_bytes`` (8 MB).
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import socket
 import struct
@@ -48,11 +49,16 @@ def slot_bytes(mtu: int) -> int:
     return size
 
 
-def interface_mtu(iface: str, default: int = 1500) -> int:
+SIOCGIFMTU = 0x8921
+
+
+def interface_mtu(sock: socket.socket, iface: str, default: int = 9000) -> int:
+    """The MTU of ``iface`` in ``sock``'s network namespace (``default``,
+    large enough for jumbo frames, when it cannot be read)."""
     try:
-        with open(f"/sys/class/net/{iface}/mtu") as f:
-            return int(f.read())
-    except (OSError, ValueError):
+        ifreq = fcntl.ioctl(sock.fileno(), SIOCGIFMTU, struct.pack("16si", iface.encode(), 0))
+        return struct.unpack("16si", ifreq)[1]
+    except OSError:
         return default
 
 
