@@ -41,7 +41,7 @@ from emulator.scenario.spec import Scenario
 
 PROCESS_SHARE = 0.25
 MACHINE_SHARE = 0.5
-FRAME_COSTS = 8.0
+FRAME_COSTS = 10.0
 MAX_TIME_SCALE = 10**7
 
 

@@ -46,6 +46,7 @@ SOURCES = ("emulator/p4/exec", "emulator/targets/builtin/dataplane.py",
            "emulator/targets/builtin/tm.py", "emulator/targets/builtin/ports.py",
            "emulator/traffic/agent", "emulator/traffic/roce.py")
 FRAME_BYTES = 1082  # a 1 KiB RoCEv2 WRITE payload with its headers
+REPEATS = 3
 
 
 @dataclass(frozen=True)
@@ -150,18 +151,26 @@ def measure_switch_us(frames: int = 3000) -> float:
                 now += gap
                 dp.receive(port, frame, now)
                 dp.run_due(now)
-            start = time.process_time()
-            for _ in range(frames):
-                now += gap
-                dp.receive(port, frame, now)
-                dp.run_due(now)
-            elapsed = time.process_time() - start
+            best = float("inf")
+            for _ in range(REPEATS):  # the least of a few: other work only adds to it
+                start = time.process_time()
+                for _ in range(frames):
+                    now += gap
+                    dp.receive(port, frame, now)
+                    dp.run_due(now)
+                best = min(best, time.process_time() - start)
+            elapsed = best
         finally:
             fabric.stop()
     return elapsed / frames * 1e6
 
 
 def measure_agent_us(size_bytes: int = 2 << 20) -> float:
+    """CPU µs per frame of a NIC agent (the least of :data:`REPEATS` runs)."""
+    return min(_agent_us_once(size_bytes) for _ in range(REPEATS))
+
+
+def _agent_us_once(size_bytes: int) -> float:
     """CPU µs per frame of a NIC agent: half of what one data packet of a
     WRITE costs sender and receiver together (ACKs included)."""
     from emulator.traffic.agent.config import parse_config
