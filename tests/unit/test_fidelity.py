@@ -225,3 +225,29 @@ def test_events_carried_out_late_are_a_reason():
     events.append({"kind": "pfc_storm_stop", "at_ns": 300_000_000, "scheduled_at_s": 3.6})
     f = judge({}, {}, None, start_unix=0, end_unix=1, events=events)
     assert f["faithful"] is False and "1 events carried out late" in f["reasons"][0]
+
+
+def test_realtime_guard_drops_and_retakes_the_priority(monkeypatch):
+    import os
+
+    from emulator.fidelity import process
+
+    calls = []
+    monkeypatch.setattr(os, "sched_setscheduler", lambda pid, policy, param: calls.append(policy))
+    monkeypatch.setattr(process, "_set_threads", lambda policy, prio: calls.append(("all", policy)))
+    cpu = [0.0]
+    monkeypatch.setattr(process.time, "process_time", lambda: cpu[0])
+    guard = process.RealtimeGuard(10, window_s=1.0)
+    assert guard.start(0.0) and guard.active
+    cpu[0] = 0.8          # 80 % of a core over the first second: drop it
+    guard.check(1.0)
+    assert not guard.active and guard.demotions == 1
+    cpu[0] = 1.2          # 40 %: not yet light enough to take it back
+    guard.check(2.0)
+    assert not guard.active
+    cpu[0] = 1.3          # 10 %: take it back
+    guard.check(3.0)
+    assert guard.active and guard.to_dict()["demotions"] == 1
+    guard.reset()
+    assert guard.to_dict() == {"priority": 10, "active": True, "demotions": 0, "max_share": 0.0}
+    assert not process.RealtimeGuard(0).start(0.0)
