@@ -408,6 +408,11 @@ class DataPlane:
             return -math.inf
         return self._timers[0][0] if self._timers else None
 
+    def due(self, now: float) -> bool:
+        """Whether :meth:`run_due` has work at ``now``."""
+        timers = self._timers
+        return bool(self._recirc) or (bool(timers) and timers[0][0] <= now)
+
     def run_due(self, now: float | None = None) -> None:
         """Run every timer due at ``now`` in time order, then the
         recirculated packets waiting."""

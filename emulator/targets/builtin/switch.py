@@ -44,7 +44,7 @@ from emulator.targets.builtin.dataplane import DataPlane, PortState
 from emulator.targets.builtin.errors import SwitchError
 from emulator.targets.builtin.ports import CpuPort, RawPort
 
-BATCH = 64                 # frames read from one port per loop turn
+BATCH = 64                 # frames read from one port per turn at most (a due timer stops it)
 HOUSEKEEPING_S = 1.0       # pcap flush; wake-up when idle
 SUMMARY_EVERY = 10         # drop summary (debug) every this many housekeeping ticks
 MAX_EMPTY_WAKEUPS = 1000   # a port readable with nothing to read this often is dropped from epoll
@@ -307,6 +307,7 @@ class Switch:
         empty: dict[int, int] = {}
         next_tick = clock() + HOUSEKEEPING_S
         series = dp.series
+        due = dp.due
         ticks = 0
         last_summary = ""
         realtime = self.realtime
@@ -355,13 +356,18 @@ class Switch:
                     empty.pop(fd, None)
                     budget = BATCH
                     while True:
-                        rx(ps, frame, clock())
+                        now = clock()
+                        rx(ps, frame, now)
                         budget -= 1
-                        if not budget:
+                        # A departure fell due: send it before reading on (the
+                        # rest waits in the ring; epoll says so next turn).
+                        if not budget or due(now):
                             break
                         frame = recv()
                         if frame is None:
                             break
+                    if due(clock()):
+                        break
             except Exception:  # a bug must not take the data plane down
                 self.log.exception("data plane: unexpected error")
 

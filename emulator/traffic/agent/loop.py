@@ -4,7 +4,9 @@
 Each turn: run the agent (due timers, sends), ask it when it next needs to
 run, wait for that long or until a socket is readable, then drain each
 readable NIC socket (up to ``rx_batch`` frames, each stamped with the clock
-as it is read) and handle the other ready descriptors.
+as it is read, and for at most ``rx_batch_s``, so that a burst of received
+frames does not hold back sends that fall due meanwhile) and handle the
+other ready descriptors.
 
 Waiting: ``epoll_wait`` takes milliseconds, too coarse to pace a 10 Mb/s NIC
 (a 1 KiB frame lasts 0.8 ms), so the loop waits with ``select`` on the epoll
@@ -50,10 +52,11 @@ class EventLoop:
 
     def __init__(self, agent: Agent, backends: list[Any], *,
                  clock: Callable[[], float] = time.monotonic, rx_batch: int = 64,
-                 max_wait_s: float = 0.05) -> None:
+                 max_wait_s: float = 0.05, rx_batch_s: float = 200e-6) -> None:
         self.agent = agent
         self.clock = clock
         self.rx_batch = rx_batch
+        self.rx_batch_s = rx_batch_s
         self.max_wait_s = max_wait_s
         self._ep = select.epoll()
         self._handlers: dict[int, Handler] = {}
@@ -94,12 +97,18 @@ class EventLoop:
         clock = self.clock
         batch = self.rx_batch
 
+        limit_s = self.rx_batch_s
+
         def read(_events: int, _now: float) -> None:
+            start = clock()
             for _ in range(batch):
                 frame = recv()
                 if frame is None:
                     return
-                on_frame(index, frame, clock())
+                now = clock()
+                on_frame(index, frame, now)
+                if now - start > limit_s:  # let due sends go first; the rest waits
+                    return
         return read
 
     # -- running -----------------------------------------------------------------------
