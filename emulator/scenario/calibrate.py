@@ -6,8 +6,8 @@ not how busy the machine happens to be):
 
 - ``switch_us``: a frame through a built-in switch: fabric.p4 on the
   executor and the data plane around it (traffic manager, timers,
-  counters), on a programmed leaf of the virtual-time fabric, plus
-  ``io_us``;
+  counters, the host port's receive side of the link), on a programmed
+  leaf of the virtual-time fabric, plus ``io_us``;
 - ``agent_us``: a frame through a NIC agent (half of what a RoCE WRITE's
   data packet costs its sender and receiver together, their ACKs
   included, on the agents' virtual-time harness), plus ``io_us``;
@@ -145,6 +145,7 @@ def measure_switch_us(frames: int = 3000) -> float:
             frame = flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * 1024)
             dp = fabric.switches[a.switch].dataplane
             port = a.switch_port
+            dp.set_port_config(port, {"rx_link": True})  # as a live host port receives
             gap = 1e-6  # 100 Gb/s: each frame leaves before the next one comes
             now = 1.0
             for _ in range(200):  # warm up (memoised lookups, caches)
