@@ -300,13 +300,19 @@ def summary_line(fidelity: Mapping[str, Any] | None) -> str | None:
     return "NOT FAITHFUL: " + "; ".join(fidelity.get("reasons", [])[:3])
 
 
-def fix_line(fidelity: Mapping[str, Any] | None, time_scale: float) -> str | None:
+def fix_line(fidelity: Mapping[str, Any] | None, time_scale: float,
+             auto: bool = False) -> str | None:
+    """What to do about a run that did not keep up (None for one that did)."""
     if not fidelity or fidelity.get("faithful"):
         return None
     k = fidelity.get("suggested_time_scale")
-    return (f"the numbers above measured this machine, not the fabric (CPU "
-            f"{_pct(fidelity.get('cpu_busy'))} busy); run it slower: time_scale: {k} in the "
-            f"scenario or --time-scale {k} (now {time_scale:g}), or --time-scale auto")
+    head = (f"the numbers above measured this machine, not the fabric (CPU "
+            f"{_pct(fidelity.get('cpu_busy'))} busy); run it slower: ")
+    if auto:
+        return (head + f"--time-scale {k} (auto chose {time_scale:g} from this machine's "
+                f"per-frame cost; other work on it, or bursts, asked for more)")
+    return head + (f"time_scale: {k} in the scenario or --time-scale {k} (now "
+                   f"{time_scale:g}), or --time-scale auto")
 
 
 def _us(value: Any) -> str:

@@ -93,7 +93,8 @@ def fidelity_parts(results: Mapping[str, Any]) -> list[Any]:
     parts: list[Any] = [table]
     if not f.get("faithful"):
         reasons = "\n".join(f"- {r}" for r in f.get("reasons", []))
-        fix = fix_line(f, results.get("time_scale", 1)) or ""
+        auto = (results.get("time_scale_choice") or {}).get("mode") == "auto"
+        fix = fix_line(f, results.get("time_scale", 1), auto) or ""
         parts.append(Panel(f"{reasons}\n\n{fix}", title="[bold red]not faithful[/]",
                            border_style="red"))
     return parts

@@ -251,3 +251,9 @@ def test_realtime_guard_drops_and_retakes_the_priority(monkeypatch):
     guard.reset()
     assert guard.to_dict() == {"priority": 10, "active": True, "demotions": 0, "max_share": 0.0}
     assert not process.RealtimeGuard(0).start(0.0)
+
+
+def test_the_fix_names_a_time_scale_and_what_auto_chose():
+    f = {"faithful": False, "suggested_time_scale": 8, "cpu_busy": 0.5}
+    assert "time_scale: 8 in the scenario" in fix_line(f, 4)
+    assert "auto chose 4" in fix_line(f, 4, auto=True) and "--time-scale 8" in fix_line(f, 4, True)

@@ -46,3 +46,20 @@ def test_collectives_get_their_table():
             "completed": True, "time_s": 1.6, "algbw_bps": 5e6, "busbw_bps": 7.5e6, "pxn": False}
     text = render(results([flow(0, 1.0)], collectives=[coll]))
     assert "collectives" in text and "all-reduce" in text and "1600.0" in text and "7.50" in text
+
+
+def test_a_run_that_did_not_keep_up_says_why_and_what_to_do():
+    fidelity = {"faithful": False, "reasons": ["leaf port 1: p99 departure lateness 900 µs"],
+                "switch_late_p99_us": 900, "switch_late_max_us": 2000,
+                "switch_rx_wait_p99_us": 100, "agent_late_p99_us": 50,
+                "agent_late_max_us": 80, "limit_us": 600.0, "lag_given_up_s": 0.0,
+                "rx_overruns": 0, "cpu_busy": 0.9, "cpu_busy_max": 1.0, "cores": 2,
+                "suggested_time_scale": 10}
+    text = render(results([flow(0, 0.1)], fidelity=fidelity, time_scale=5, duration_dc_s=0.4,
+                          time_scale_choice={"mode": "fixed", "time_scale": 5}))
+    assert "not faithful" in text and "p99 departure lateness 900" in text
+    assert "time_scale: 10" in text and "fixed: 5" in text
+    ok = render(results([flow(0, 0.1)], fidelity={**fidelity, "faithful": True, "reasons": []}))
+    assert "not faithful" not in ok and "faithful" in ok
+    sim = render(results([flow(0, 0.1)], target="sim", fidelity={"faithful": True}))
+    assert "fidelity" not in sim
