@@ -13,6 +13,7 @@ interrupted); scenario errors exit 2 before anything starts.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from emulator.scenario.errors import ScenarioError
@@ -57,9 +58,15 @@ def _run(args: argparse.Namespace) -> int:
     console = Console()
     scenario = load_scenario(args.scenario, target_override=args.target,
                              time_scale_override=parse_time_scale(args.time_scale))
+    from emulator.scenario.agents import AgentStartError
+
     out = Path(args.out) if args.out else default_out_dir(scenario)
-    results = run_scenario(scenario, out, progress=not args.no_progress,
-                           log=lambda msg: console.print(f"[dim]{msg}[/]"))
+    try:
+        results = run_scenario(scenario, out, progress=not args.no_progress,
+                               log=lambda msg: console.print(f"[dim]{msg}[/]"))
+    except AgentStartError as exc:  # the fabric is down again; say why in one line
+        print(f"aifabric: {exc}", file=sys.stderr)
+        return 1
     console.print(summary(results))
     for error in results.get("errors", []):
         console.print(f"[yellow]note:[/] {error}")

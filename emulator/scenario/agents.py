@@ -66,6 +66,8 @@ INITIAL_TIMEOUT_MS = 200.0
 # Enough chunks that a runner held up by a busy machine for a few ticks does
 # not let a flow run dry (Feeder.starved counts the times it did).
 FEED_AHEAD = 8
+# The agent's own ceiling of the retransmission timeout (TransportParams).
+MAX_TIMEOUT_MS = 5000.0
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,9 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                 "name": server, "nics": [], "qps": [],
                 "defaults": {"transport": {
                     "path_mtu_bytes": mtu, "min_timeout_ms": min_timeout_ms(scenario),
-                    "timeout_ms": max(INITIAL_TIMEOUT_MS, min_timeout_ms(scenario))}},
+                    "timeout_ms": max(INITIAL_TIMEOUT_MS, min_timeout_ms(scenario)),
+                    # a slowed fabric's floor may pass the agent's own ceiling
+                    "max_timeout_ms": max(MAX_TIMEOUT_MS, 4 * min_timeout_ms(scenario))}},
                 "workload": {"start_at_unix": start_at_unix, "messages": []},
                 "run": {"max_rate_samples": MAX_RATE_SAMPLES},
                 "cnp_dscp": prio.cnp_dscp, "cnp_priority": prio.cnp,

@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, TypeVar
 
 from emulator.p4.exec.pipeline import V1ModelPipeline
-from emulator.fidelity.process import RealtimeGuard
+from emulator.fidelity.process import RealtimeGuard, settle_memory
 from emulator.targets.builtin.config import PortConfig, SwitchOptions
 from emulator.targets.builtin.dataplane import DataPlane, PortState
 from emulator.targets.builtin.errors import SwitchError
@@ -211,6 +211,7 @@ class Switch:
             self.log.warning("pipeline built for %d priority queues, switch has %d",
                              pipeline.priority_queues, self.options.priority_queues)
         self.call_in_dataplane(lambda: self.dataplane.set_pipeline(pipeline))
+        settle_memory()  # the program's objects out of the collector's way
         if pipeline is None:
             self.log.info("program unloaded: dropping every packet")
         else:
@@ -311,6 +312,7 @@ class Switch:
         ticks = 0
         last_summary = ""
         realtime = self.realtime
+        settle_memory()
         realtime.start(clock())
         while not self._stopping:
             try:
