@@ -111,10 +111,10 @@ class RealtimeGuard:
         if self.active:
             self.max_share_seen = max(self.max_share_seen, share)
         if share > self.max_share:
-            if self.active:
+            if self.active:  # a drop counts once, when it happens
                 _set_threads(os.SCHED_OTHER, 0)
                 self.active = False
-            self.demotions += 1
+                self.demotions += 1
         elif self.active or share < self.resume_share:
             _set_threads(os.SCHED_FIFO, self.priority)
             self.active = True

@@ -40,7 +40,7 @@ def test_run_quickstart(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     elapsed = time.monotonic() - clock
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert elapsed < 60
+    assert elapsed < 120  # time_scale auto: about 30 s of traffic on 2 cores
     results = json.loads((out / "results.json").read_text())
     assert {"scenario", "target", "topology", "duration_s", "partial", "flows", "switches",
             "hosts", "totals", "checks"} <= set(results)

@@ -1,7 +1,9 @@
 """Every shipped scenario except quickstart (tests/root/test_run_quickstart.py)
-runs end to end on the built-in target and all its ``expect_checks`` pass.
-Each run takes ~10-12 s; they run one after another (the switches and NIC
-agents are CPU-bound Python processes)."""
+runs end to end on the built-in target, faithful (its ``fidelity`` block:
+the run kept up; ``time_scale: auto`` slows each as far as this machine
+needs), and all its ``expect_checks`` pass. Each run takes 10-50 s; they
+run one after another (the switches and NIC agents are CPU-bound Python
+processes)."""
 
 from __future__ import annotations
 
@@ -46,8 +48,12 @@ def test_shipped_scenario_expectations_hold(name, tmp_path):
         _check_captures(results, tmp_path / f"out{attempt}")
         check_invariants(results)
         failed = [c for c in results["checks"] if not c["passed"]]
-        if not failed or any(c["metric"] not in STATISTICAL for c in failed):
+        faithful = results["fidelity"]["faithful"]
+        if faithful and (not failed or any(c["metric"] not in STATISTICAL for c in failed)):
             break
+    # the defaults keep up here (time_scale: auto); another run sharing the
+    # machine can still cost one attempt its fidelity, hence the second
+    assert faithful, f"{name}: not faithful twice: {results['fidelity']['reasons']}"
     assert not failed, f"{name}: {failed}; totals {results['totals']}"
     assert len(results["checks"]) == len(scenario.expect_checks)
 
