@@ -119,9 +119,14 @@ class RealtimeGuard:
             _set_threads(os.SCHED_FIFO, self.priority)
             self.active = True
 
-    def reset(self) -> None:
+    def reset(self, now: float | None = None) -> None:
+        """Forget the drops so far and start a fresh window at ``now`` (the
+        monotonic clock by default), so none of the CPU used before (loading
+        a program) is counted after."""
         self.demotions = 0
         self.max_share_seen = 0.0
+        now = time.monotonic() if now is None else now
+        self._t0, self._cpu0, self._next = now, time.process_time(), now + self.window_s
 
     def to_dict(self) -> dict[str, object]:
         return {"priority": self.priority if self.enabled else 0, "active": self.active,
