@@ -14,8 +14,8 @@ from ``--port-config FILE.json`` and its random seed from ``--seed`` (its
 tail); BMv2 gets them over Thrift after start (:mod:`.bmv2`).
 
 Seeds: each switch's random stream (ECN marking draws) is seeded apart,
-:func:`switch_seed` of the run's seed and the switch's name, the same
-function the virtual-time target uses, so no two switches mark in step and
+:func:`~emulator.targets.builtin.config.switch_seed` of the run's seed and
+the switch's name, the function the virtual-time target uses too, so no two switches mark in step and
 a switch draws the same stream on either clock. Host-facing ports get
 ``rx_link``: the NIC agent hands frames over undelayed, so the switch
 realises that direction of the host link (delay and serialisation).
@@ -23,7 +23,6 @@ realises that direction of the host link (delay and serialisation).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -100,14 +99,6 @@ def builtin_port_config(ports: Sequence[PortPlan]) -> dict[str, Any]:
             one["buffer_bytes"] = p.buffer_bytes
         settings[str(p.port)] = one
     return {"default": default, "ports": settings}
-
-
-def switch_seed(run_seed: int, switch: str) -> int:
-    """The seed of one switch's random stream: stable across runs and
-    processes (not Python's salted ``hash``), different per switch; equal to
-    ``emulator.sim.fabric.switch_seed`` (a test holds them together)."""
-    digest = hashlib.sha256(f"{run_seed}/{switch}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
 
 
 def builtin_port_config_text(ports: Sequence[PortPlan]) -> str:

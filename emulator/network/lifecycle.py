@@ -74,7 +74,7 @@ class NetworkOptions:
     thrift_port_base: int | None = None
     device_id_base: int = 1  # device id = base + switch index
     # The run's seed: each built-in switch draws from its own stream,
-    # emulator.network.command.switch_seed(seed, its name).
+    # emulator.targets.builtin.config.switch_seed(seed, its name).
     seed: int = 0
     start_timeout_s: float = DEFAULT_START_TIMEOUT_S
     stop_grace_s: float = DEFAULT_STOP_GRACE_S

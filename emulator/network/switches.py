@@ -32,7 +32,8 @@ from typing import Any, Sequence
 from mininet.node import Switch
 
 from emulator.network import bmv2
-from emulator.network.command import LOOPBACK, SwitchLaunch, switch_args, switch_seed
+from emulator.network.command import LOOPBACK, SwitchLaunch, switch_args
+from emulator.targets.builtin.config import switch_seed
 from emulator.network.errors import SwitchStartError
 from emulator.network.process import port_open, stop_popen, tail
 

@@ -21,7 +21,6 @@ is for a live run, :class:`SimFabric` is for ``--target sim``.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from emulator.p4.exec.pipeline import V1ModelPipeline
 from emulator.sim.engine import INF, Component, Engine
 from emulator.sim.links import AgentNode, Link, NicEnd, PortEnd, SwitchNode
 from emulator.sim.p4rt import LocalStub
-from emulator.targets.builtin.config import PortConfig, SwitchOptions
+from emulator.targets.builtin.config import PortConfig, SwitchOptions, switch_seed
 from emulator.targets.builtin.pcap import PcapWriter
 from emulator.targets.builtin.switch import Switch
 from emulator.targets.builtin.tm import QueueSeries
@@ -44,13 +43,6 @@ from emulator.topology import Topology
 
 PRIORITY_QUEUES = 8
 DEVICE_ID_BASE = 1  # as the live fabric: device id = 1 + switch index
-
-
-def switch_seed(run_seed: int, switch: str) -> int:
-    """The seed of one switch's random stream: stable across runs and
-    processes (not Python's salted ``hash``), different per switch."""
-    digest = hashlib.sha256(f"{run_seed}/{switch}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
 
 
 class Sink(Component):

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from emulator.network.command import SwitchLaunch, builtin_port_config, switch_seed
+from emulator.network.command import SwitchLaunch, builtin_port_config
 from emulator.network.switches import REALTIME_PRIORITY, BuiltinSwitchNode
-from emulator.sim.fabric import switch_seed as sim_switch_seed
+from emulator.targets.builtin.config import switch_seed
 from emulator.targets.builtin.cli import parse_args, switch_options
 from emulator.targets.builtin.loader import load_device_config
 
 
-def test_switch_seeds_differ_per_switch_and_match_the_sim():
+def test_switch_seeds_differ_per_switch_and_per_run():
     names = ["leaf-r0-0", "leaf-r1-0", "spine0"]
     seeds = {switch_seed(7, n) for n in names}
     assert len(seeds) == 3
-    assert all(switch_seed(7, n) == sim_switch_seed(7, n) for n in names)
     assert switch_seed(7, "spine0") != switch_seed(8, "spine0")
+    assert switch_seed(7, "spine0") == switch_seed(7, "spine0")
 
 
 def test_builtin_switches_get_their_seed_and_a_realtime_priority():

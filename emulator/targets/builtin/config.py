@@ -26,6 +26,7 @@ switch then realises that direction of the link too, see :mod:`.dataplane`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,15 @@ class PortConfig:
         return {"rate_bps": self.rate_bps, "delay_us": self.delay_us,
                 "buffer_bytes": self.buffer_bytes, "overhead_bytes": self.overhead_bytes,
                 "pfc_priorities": sorted(self.pfc_priorities), "rx_link": self.rx_link}
+
+
+def switch_seed(run_seed: int, switch: str) -> int:
+    """The seed of one switch's random stream (ECN marking) in a run seeded
+    ``run_seed``: stable across runs and processes (not Python's salted
+    ``hash``), different per switch. Live switches get it as ``--seed``; the
+    virtual-time target gives it to each switch's pipeline."""
+    digest = hashlib.sha256(f"{run_seed}/{switch}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 @dataclass
