@@ -89,7 +89,6 @@ class Engine:
         self.wall_s = 0.0        # wall time spent in run()
         self.cpu_s = 0.0         # this process's CPU time spent in run() (a busy machine
                                  # stretches wall time, much less this)
-        self._stop = False
 
     # -- scheduling ------------------------------------------------------------------
     def schedule(self, component: Component) -> None:
@@ -129,23 +128,15 @@ class Engine:
             self.call_at(first + (k + 1) * period_s, lambda t: tick(t, k + 1))
         self.call_at(first, tick)
 
-    def stop(self) -> None:
-        """End :meth:`run` after the event being run."""
-        self._stop = True
-
-    def next_time(self) -> float:
-        return self._heap[0][0] if self._heap else INF
-
     # -- running ---------------------------------------------------------------------
     def run(self, until: float, *, on_progress: Callable[[float], None] | None = None,
             progress_every: int = 20_000) -> float:
         """Run every event up to ``until`` (simulated seconds); returns the
-        time reached (``until``, or earlier after :meth:`stop`)."""
+        time reached (``until``)."""
         clock = self.clock
         heap = self._heap
         pop = heapq.heappop
         schedule = self.schedule
-        self._stop = False
         wall = time.perf_counter()
         cpu = time.process_time()
         events = self.events
@@ -153,7 +144,7 @@ class Engine:
         last_t = -INF
         countdown = progress_every
         try:
-            while heap and heap[0][0] <= until and not self._stop:
+            while heap and heap[0][0] <= until:
                 t, _seq, kind, target, arg = pop(heap)
                 if kind == _WAKE:
                     if target.wake_at != t:
@@ -185,7 +176,7 @@ class Engine:
                     if on_progress is not None:
                         self.events = events
                         on_progress(t)
-            if not self._stop and clock.now < until and until < INF:
+            if clock.now < until and until < INF:
                 clock.now = until
         finally:
             self.events = events

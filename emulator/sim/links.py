@@ -39,11 +39,10 @@ Receive = Callable[[bytes, float], None]
 class SwitchNode(Component):
     """A switch's data plane as an engine component."""
 
-    __slots__ = ("switch", "dataplane")
+    __slots__ = ("dataplane",)
 
     def __init__(self, name: str, switch: Any) -> None:
         super().__init__(name)
-        self.switch = switch
         self.dataplane = switch.dataplane
 
     def next_time(self) -> float:
@@ -136,8 +135,7 @@ class AgentNode(Component):
 class _End:
     """One end of a link: the back end its node sends through."""
 
-    __slots__ = ("name", "link", "engine", "peer_receive", "peer_node", "sent_packets",
-                 "sent_bytes", "pcap")
+    __slots__ = ("name", "link", "engine", "peer_receive", "peer_node", "pcap")
 
     def __init__(self, name: str, link: "Link", engine: Engine) -> None:
         self.name = name
@@ -145,8 +143,6 @@ class _End:
         self.engine = engine
         self.peer_receive: Receive | None = None
         self.peer_node: Component | None = None
-        self.sent_packets = 0
-        self.sent_bytes = 0
         self.pcap: PcapWriter | None = None
 
     def fileno(self) -> None:
@@ -176,8 +172,6 @@ class PortEnd(_End):
     def send(self, frame: bytes) -> bool:
         if not self.link.up:
             return False
-        self.sent_packets += 1
-        self.sent_bytes += len(frame)
         self.engine.deliver(self.engine.clock.now, self, (self.link.epoch, frame))
         return True
 
@@ -201,8 +195,6 @@ class NicEnd(_End):
         if not self.link.up:
             return False
         n = len(frame)
-        self.sent_packets += 1
-        self.sent_bytes += n
         now = self.engine.clock.now
         if self.pcap is not None:
             self.pcap.write(frame, round(now * 1e9))
