@@ -28,6 +28,7 @@ bench: setup
 	$(BIN)/python benchmarks/switch_pps.py --target $(TARGET) --seconds 5
 	$(BIN)/python benchmarks/fabric_up.py
 	$(BIN)/python benchmarks/sim_speed.py
+	$(BIN)/python benchmarks/agent_pps.py
 
 clean:
 	-$(BIN)/aifabric clean

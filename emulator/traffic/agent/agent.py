@@ -28,6 +28,7 @@ from emulator.traffic.agent.timers import TimerHeap
 from emulator.traffic.agent.workgraph import WorkGraph
 
 STATS_VERSION = 1
+INF = math.inf
 
 
 class AgentError(RuntimeError):
@@ -43,6 +44,7 @@ class Agent:
         self.wall = wall_offset
         self.started_at = now
         self.timers = TimerHeap()
+        self._timer_heap = self.timers.heap  # looked at on every turn: due or not
         self.log = MessageLog(config.run.max_message_records)
         self.nics: list[Nic] = []
         self.nic_by_name: dict[str, Nic] = {}
@@ -120,14 +122,17 @@ class Agent:
     def service(self, now: float) -> int:
         """Run due timers, then send what each NIC may send at ``now``;
         returns how many frames left."""
-        self.timers.run_due(now)
+        heap = self._timer_heap
+        if heap and heap[0][0] <= now:
+            self.timers.run_due(now)
         sent = 0
         for nic in self.nics:
             sent += nic.service(now)
         return sent
 
     def next_wakeup(self) -> float:
-        t = self.timers.next_time()
+        heap = self._timer_heap
+        t = self.timers.next_time() if heap else INF
         for nic in self.nics:
             n = nic.next_tx_time()
             if n < t:

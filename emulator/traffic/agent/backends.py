@@ -3,8 +3,10 @@
 A back end moves frames and nothing else. Each has ``name``, ``fileno()``
 (readable when ``recv`` may return a frame; None for a fake driven by a
 virtual clock), ``recv() -> bytes | None`` (non-blocking), ``send(frame) ->
-bool`` (False: the frame was not sent; the caller counts it lost) and
-``close()``.
+bool`` (False: the frame was not sent; the caller counts it lost),
+``flush()`` (frames ``send`` queued leave now; the NIC calls it at the end
+of each service pass), ``tx_stats()`` (how it sent, for the stats; None
+for a fake) and ``close()``.
 
 - :class:`RawNic`: an ``AF_PACKET`` socket bound to the interface, all
   EtherTypes (IPv4 for RoCE, 0x8808 for PFC), our own outgoing frames
@@ -12,7 +14,10 @@ bool`` (False: the frame was not sent; the caller counts it lost) and
   root or CAP_NET_RAW in the server's namespace. Optionally binds UDP port
   4791 on the NIC's address so the kernel's stack, which sees every RoCE
   packet too, drops them into a small buffer instead of answering with ICMP
-  port unreachable.
+  port unreachable. With ``tx_ring`` frames are sent through a
+  ``PACKET_MMAP`` transmit ring (:mod:`.txring`), one system call per
+  flush; without it, or when the ring cannot be set up, one ``send()`` per
+  frame (``tx_stats()`` says which, and why).
 - :class:`FakeNic`: in memory, for tests: ``inject(frame)`` makes it receive,
   ``sent`` lists ``(clock(), frame)``; ``on_send`` (if set) is called with
   each frame, which is how :mod:`.sim` wires two fakes together.
@@ -26,6 +31,7 @@ import socket
 from collections import deque
 from typing import Callable
 
+from emulator.traffic.agent.txring import TxRing
 from emulator.traffic.layers.icrc import ROCE_UDP_PORT
 
 ETH_P_ALL = 0x0003
@@ -41,7 +47,8 @@ class RawNic:
 
     def __init__(self, iface: str, *, ip: str | None = None, swallow_udp: bool = True,
                  rcvbuf_bytes: int = 8 << 20, sndbuf_bytes: int = 4 << 20,
-                 max_frame_bytes: int = MAX_FRAME) -> None:
+                 max_frame_bytes: int = MAX_FRAME, tx_ring: bool = False,
+                 tx_ring_frames: int = 512) -> None:
         self.name = iface
         # recv() allocates this much per call: the NIC's MTU plus headers
         # suffices (a longer frame is cut and then fails to parse)
@@ -67,9 +74,24 @@ class RawNic:
         self._sock = sock
         self._recv = sock.recv
         self._send = sock.send
+        self.ring: TxRing | None = None
+        self.ring_error: str | None = None if tx_ring else "off"
+        if tx_ring:
+            try:
+                self.ring = TxRing(iface, max_frame_bytes, self._plain_send,
+                                   frames=tx_ring_frames, sndbuf_bytes=sndbuf_bytes)
+            except OSError as exc:
+                self.ring_error = str(exc)
+        if self.ring is not None:
+            self.send = self.ring.send      # type: ignore[method-assign]
+            self.flush = self.ring.flush    # type: ignore[method-assign]
         self._udp: socket.socket | None = None
-        if swallow_udp and ip is not None:
-            self._udp = _udp_sink(ip)
+        try:
+            if swallow_udp and ip is not None:
+                self._udp = _udp_sink(ip)
+        except BaseException:
+            self.close()
+            raise
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -84,7 +106,7 @@ class RawNic:
             self.last_error = exc
             return None
 
-    def send(self, frame: bytes) -> bool:
+    def _plain_send(self, frame: bytes) -> bool:
         try:
             self._send(frame)
             return True
@@ -93,7 +115,19 @@ class RawNic:
             self.last_error = exc
             return False
 
+    send = _plain_send   # the ring's send when there is one (see __init__)
+
+    def flush(self) -> None:
+        """Nothing to do without the ring (each frame left in ``send``)."""
+
+    def tx_stats(self) -> dict[str, object]:
+        if self.ring is None:
+            return {"mode": "send", "ring_error": self.ring_error}
+        return self.ring.stats()
+
     def close(self) -> None:
+        if self.ring is not None:
+            self.ring.close()
         self._sock.close()
         if self._udp is not None:
             self._udp.close()
@@ -152,6 +186,12 @@ class FakeNic:
                 pass
             if self._rx:
                 return self._rx.popleft()
+        return None
+
+    def flush(self) -> None:
+        """Frames leave in ``send`` already."""
+
+    def tx_stats(self) -> None:
         return None
 
     def send(self, frame: bytes) -> bool:

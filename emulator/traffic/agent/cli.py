@@ -42,7 +42,8 @@ def run_agent(config: AgentConfig, *, announce: bool = True) -> dict[str, Any]:
     try:
         for nic in config.nics:
             backends[nic.name] = RawNic(nic.name, ip=nic.ip, swallow_udp=config.run.swallow_udp,
-                                        max_frame_bytes=nic.mtu_bytes + 64)
+                                        max_frame_bytes=nic.mtu_bytes + 64,
+                                        tx_ring=config.run.tx_ring)
         now = time.monotonic()
         wall_offset = time.time() - time.monotonic()
         agent = Agent(config, backends, now, wall_offset=wall_offset)

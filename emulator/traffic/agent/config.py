@@ -28,7 +28,7 @@ shown with its default where it has one::
       "run": {"duration_s": null, "stats_path": null, "control_socket": null,
               "check_icrc": false, "max_rate_samples": 20000,
               "max_message_records": 100000, "swallow_udp": true, "series_bin_ms": 10,
-              "realtime_priority": 0}
+              "realtime_priority": 0, "tx_ring": false}
     }
 
 - ``nics``: one per GPU NIC, ``name`` the interface in the server's
@@ -68,7 +68,10 @@ shown with its default where it has one::
   port unreachable). ``series_bin_ms``: the time bin of the per-QP series in
   the stats (see ``stats``), 100 ns to 60 s. ``realtime_priority``: run the
   loop at this ``SCHED_FIFO`` priority while it stays light (0: normal
-  scheduling; see ``emulator.fidelity.process.RealtimeGuard``).
+  scheduling; see ``emulator.fidelity.process.RealtimeGuard``). ``tx_ring``:
+  send through a ``PACKET_MMAP`` transmit ring, flushed once per service
+  pass (see ``txring``; off by default: on the 2-core VM it costs more CPU
+  per frame than ``send()``; when the ring cannot be set up, ``send()``).
 """
 
 from __future__ import annotations
@@ -193,6 +196,7 @@ class RunConfig:
     swallow_udp: bool = True
     series_bin_ms: float = 10.0
     realtime_priority: int = 0
+    tx_ring: bool = False
 
 
 @dataclass(frozen=True)
@@ -386,6 +390,7 @@ def _run(raw: Any) -> RunConfig:
         swallow_udp=_bool(obj.get("swallow_udp", True), "run.swallow_udp"),
         series_bin_ms=_bin_ms(obj.get("series_bin_ms", 10.0)),
         realtime_priority=_int(obj.get("realtime_priority", 0), "run.realtime_priority", 0, 99),
+        tx_ring=_bool(obj.get("tx_ring", False), "run.tx_ring"),
     )
 
 

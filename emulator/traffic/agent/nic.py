@@ -13,10 +13,13 @@ on. An idle line banks no credit: catching up after a late wake-up (up to
 pause counts as idle (the line resumes from the pause's end, not from the
 last frame before it). Frames
 the socket refuses are counted (``tx_errors``) and lost, as on
-a wire; the line time is spent either way.
+a wire; the line time is spent either way. A back end that batches (a
+transmit ring) is flushed at the end of each pass that sent something, so
+the frames of one pass leave together, before the loop waits again.
 
-**Receive.** IPv4 frames are parsed as RoCEv2 (``roce.parse``) and handed
-to the queue pair their BTH names: ACK/NAK to the requester, CNP to DCQCN,
+**Receive.** IPv4 frames are read as RoCEv2 (the common shape, IPv4
+without options, in place; any other through ``roce.parse``, with the same
+checks and counters) and handed to the queue pair their BTH names: ACK/NAK to the requester, CNP to DCQCN,
 SEND/WRITE to the responder. 802.1Qbb frames act on the pause state
 (:mod:`.pfc`). Anything else is counted and dropped.
 
@@ -37,6 +40,7 @@ still on ends at the snapshot), and ``pause_intervals_dropped``.
 from __future__ import annotations
 
 import math
+import socket
 from collections import deque
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -46,7 +50,8 @@ from emulator.traffic.agent.pfc import MAX_PAUSE_INTERVALS, PauseState
 from emulator.traffic.agent.qp import REQUEST_OPCODES
 from emulator.traffic.agent.stats import MAX_SERIES_BINS, NicCounters, SeriesClock
 from emulator.traffic.agent.storm import PauseStorm
-from emulator.traffic.layers.opcodes import CNP, RC_ACKNOWLEDGE
+from emulator.traffic.layers.icrc import ROCE_UDP_PORT, icrc_ok
+from emulator.traffic.layers.opcodes import CNP, EXT_HEADER_BYTES, EXT_HEADERS, RC_ACKNOWLEDGE
 from emulator.traffic.layers.pfc import NUM_PRIORITIES, pfc_pause_quanta
 from emulator.traffic.roce import RoceFormatError, parse
 
@@ -55,7 +60,17 @@ if TYPE_CHECKING:
 
 _IPV4 = b"\x08\x00"
 _MAC_CONTROL = b"\x88\x08"
+_ROCE_PORT = ROCE_UDP_PORT.to_bytes(2, "big")
+# Ethernet + IPv4 (no options) + UDP + BTH + ICRC: the shortest RoCEv2 frame.
+_MIN_ROCE = 14 + 20 + 8 + 12 + 4
+# From the end of the IPv4 datagram back to the extended headers: ICRC, then
+# everything from the frame's start to the end of the BTH.
+_PAYLOAD_MINUS_EXT = 4 + 14 + 20 + 8 + 12
 INF = math.inf
+
+
+def _nothing() -> None:
+    """The flush of a back end that sends each frame in ``send``."""
 
 
 class Nic:
@@ -84,6 +99,11 @@ class Nic:
         self._ctrl: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
         self._ctrl_mask = 0
         self._request_opcodes = frozenset(REQUEST_OPCODES)
+        # extended header bytes after the BTH, per opcode parse() accepts
+        self._ext_bytes = {code: sum(EXT_HEADER_BYTES[h] for h in headers)
+                           for code, headers in EXT_HEADERS.items()}
+        self._ip_bytes = socket.inet_aton(config.ip)
+        self._flush = getattr(io, "flush", None) or _nothing
         self.storm: PauseStorm | None = None
 
     def add_qp(self, qp: QueuePair) -> None:
@@ -107,7 +127,12 @@ class Nic:
             # The line sent nothing while paused: no credit from before the
             # pause for a burst after it (the frames would leave at once).
             pacer.free_at = pause.resumed_at
+        if pacer.free_at > now:
+            return 0
         sent = 0
+        counters = self.counters
+        send = self.io.send
+        consume = pacer.consume
         while pacer.free_at <= now:
             eligible = self._ctrl_mask & ~pause.mask
             if self.storm is not None and self.storm.next_time() <= now:
@@ -129,13 +154,16 @@ class Nic:
                     pacer.free_at = now
                     break
                 frame = qp.next_frame(now)
-            if self.io.send(frame):
-                self.counters.tx_packets += 1
-                self.counters.tx_bytes += len(frame)
+            size = len(frame)
+            if send(frame):
+                counters.tx_packets += 1
+                counters.tx_bytes += size
             else:
-                self.counters.tx_errors += 1
-            pacer.consume(len(frame), now)
+                counters.tx_errors += 1
+            consume(size, now)
             sent += 1
+        if sent:
+            self._flush()   # frames a batching back end queued leave with this pass
         return sent
 
     def _pick(self, now: float) -> QueuePair | None:
@@ -148,7 +176,7 @@ class Nic:
             if j >= n:
                 j -= n
             qp = qps[j]
-            if qp.has_tx() and not paused >> qp.priority & 1 and (
+            if qp.snd < qp.end_seq and qp.has_tx() and not paused >> qp.priority & 1 and (
                     qp.pacer is None or qp.pacer.free_at <= now):
                 self._rr = j + 1 if j + 1 < n else 0
                 return qp
@@ -164,7 +192,7 @@ class Nic:
         if self._ctrl_mask & ~paused:
             return min(t, line)
         for qp in self.qps:
-            if qp.has_tx() and not paused >> qp.priority & 1:
+            if qp.snd < qp.end_seq and qp.has_tx() and not paused >> qp.priority & 1:
                 ready = line if qp.pacer is None else max(line, qp.pacer.free_at)
                 if ready < t:
                     t = ready
@@ -193,9 +221,45 @@ class Nic:
     def on_frame(self, frame: bytes, now: float) -> None:
         c = self.counters
         c.rx_packets += 1
-        c.rx_bytes += len(frame)
-        ethertype = frame[12:14]
-        if ethertype == _IPV4:
+        n = len(frame)
+        c.rx_bytes += n
+        if frame[12:14] == _IPV4:
+            # The common shape (IPv4 without options, UDP to 4791, an opcode
+            # the agent knows) is read in place; anything else goes through
+            # roce.parse, which says what is wrong with it.
+            if n >= _MIN_ROCE and frame[14] == 0x45 and frame[23] == 17 \
+                    and frame[36:38] == _ROCE_PORT:
+                opcode = frame[42]
+                ext = self._ext_bytes.get(opcode)
+                end = 14 + (frame[16] << 8 | frame[17])
+            else:
+                ext = None
+            if ext is not None and _MIN_ROCE <= end <= n:
+                payload_len = end - _PAYLOAD_MINUS_EXT - ext - (frame[43] >> 4 & 3)
+                if payload_len < 0:
+                    c.other_rx += 1
+                    return
+                c.roce_rx += 1
+                if frame[30:34] != self._ip_bytes:
+                    c.not_for_us_rx += 1
+                    return
+                if self.check_icrc and not icrc_ok(frame):
+                    c.bad_icrc_rx += 1
+                    return
+                qp = self.qp_by_num.get(frame[47] << 16 | frame[48] << 8 | frame[49])
+                if qp is None:
+                    c.unknown_qp_rx += 1
+                    return
+                psn = frame[51] << 16 | frame[52] << 8 | frame[53]
+                if opcode in self._request_opcodes:
+                    qp.on_request(opcode, psn, frame[50] >= 0x80, frame[15] & 3, payload_len, now)
+                elif opcode == RC_ACKNOWLEDGE:
+                    qp.on_ack(psn, frame[54], now)
+                elif opcode == CNP:
+                    qp.on_cnp(now)
+                else:
+                    c.malformed_rx += 1  # an RC opcode this agent does not speak
+                return
             try:
                 view = parse(frame, check_icrc=self.check_icrc)
             except RoceFormatError:
@@ -214,14 +278,14 @@ class Nic:
                 return
             opcode = view.opcode
             if opcode in self._request_opcodes:
-                qp.on_request(view, now)
+                qp.on_request(opcode, view.psn, view.ack_req, view.ecn, view.payload_len, now)
             elif opcode == RC_ACKNOWLEDGE:
-                qp.on_ack(view, now)
+                qp.on_ack(view.psn, view.aeth.syndrome, now)
             elif opcode == CNP:
                 qp.on_cnp(now)
             else:
                 c.malformed_rx += 1  # an RC opcode this agent does not speak (READ, atomics)
-        elif ethertype == _MAC_CONTROL:
+        elif frame[12:14] == _MAC_CONTROL:
             try:
                 quanta = pfc_pause_quanta(frame)
             except ValueError:
@@ -244,6 +308,7 @@ class Nic:
                 "pfc_resumes": list(p.resumes), "paused_now": [
                     bool(p.mask >> i & 1) for i in range(NUM_PRIORITIES)],
                 "control_backlog": self.backlog(), "io_errors": getattr(self.io, "errors", 0),
+                "tx_batching": self.io.tx_stats() if hasattr(self.io, "tx_stats") else None,
                 "pause_intervals": [[[start + self.wall, end + self.wall] for start, end in spans]
                                     for spans in p.intervals_by_priority(now)],
                 "pause_intervals_dropped": p.intervals_dropped,

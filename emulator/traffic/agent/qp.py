@@ -44,8 +44,10 @@ Every packet also counts in the QP's time series (:class:`~.stats.QpSeries`
 on the NIC's bins): payload sent first time and again, payload accepted,
 CE marks, CNPs sent and received.
 
-The QP builds frames and queues control frames on its NIC; the NIC decides
-when data leaves (:meth:`QueuePair.has_tx`, :attr:`pacer`,
+The QP builds frames (from its :class:`~.frames.QpFrames` templates) and
+queues control frames on its NIC; the NIC reads received frames and hands
+the QP their fields (:meth:`QueuePair.on_request`, :meth:`QueuePair.on_ack`,
+:meth:`QueuePair.on_cnp`); the NIC decides when data leaves (:meth:`QueuePair.has_tx`, :attr:`pacer`,
 :meth:`QueuePair.next_frame`).
 """
 
@@ -57,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.traffic.agent.config import QpConfig
 from emulator.traffic.agent.dcqcn import CnpGate, ReactionPoint
+from emulator.traffic.agent.frames import QpFrames
 from emulator.traffic.agent.pacing import Pacer
 from emulator.traffic.agent.stats import (
     CE_PACKETS, CNPS_RX, CNPS_SENT, RETX_BYTES, RX_BYTES, TX_BYTES, MessageLog, QpCounters,
@@ -69,6 +72,7 @@ from emulator.traffic.layers.aeth import (
     KIND_NAK,
     KIND_RNR_NAK,
     NAK_PSN_SEQUENCE_ERROR,
+    ack_syndrome,
     nak_syndrome,
     syndrome_kind,
     syndrome_value,
@@ -80,7 +84,6 @@ from emulator.traffic.roce import (
     ECN_NOT_ECT,
     MAX_PSN,
     RoceFlow,
-    RoceView,
 )
 
 if TYPE_CHECKING:
@@ -111,12 +114,13 @@ class QpError(RuntimeError):
 class Message:
     """One posted work request as the requester tracks it."""
 
-    __slots__ = ("id", "op", "size", "npkts", "first_seq", "posted_at", "first_tx_at")
+    __slots__ = ("id", "op", "codes", "size", "npkts", "first_seq", "posted_at", "first_tx_at")
 
     def __init__(self, msg_id: int, kind: str, size: int, npkts: int, first_seq: int,
                  posted_at: float) -> None:
         self.id = msg_id
         self.op = kind
+        self.codes = _SEGMENTS[kind]   # opcodes of its FIRST, MIDDLE, LAST, ONLY packets
         self.size = size
         self.npkts = npkts
         self.first_seq = first_seq
@@ -161,7 +165,9 @@ class QueuePair:
                                  dscp=config.dscp, ecn=ECN_NOT_ECT)
         self.cnp_flow = RoceFlow(src_mac, dst_mac, src_ip, config.remote_ip, sport,
                                  dscp=cnp_dscp, ecn=ECN_NOT_ECT)
-        self._payloads: dict[int, bytes] = {}
+        self.frames = QpFrames(self.data_flow, self.ack_flow, self.cnp_flow, self.remote_qpn,
+                               self.mtu, va=config.remote_va, rkey=config.rkey)
+        self._ack_syndrome = ack_syndrome()
         # requester
         self.psn0 = config.start_psn
         self.msgs: deque[Message] = deque()   # not yet complete, in seq order
@@ -247,31 +253,26 @@ class QueuePair:
         msg = self.msgs[self._tx_index]
         k = seq - msg.first_seq
         n = msg.npkts
-        codes = _SEGMENTS[msg.op]
+        mtu = self.mtu
+        codes = msg.codes
+        last = k == n - 1
         if n == 1:
             opcode, plen = codes[_ONLY], msg.size
         elif k == 0:
-            opcode, plen = codes[_FIRST], self.mtu
-        elif k == n - 1:
-            opcode, plen = codes[_LAST], msg.size - k * self.mtu
+            opcode, plen = codes[_FIRST], mtu
+        elif last:
+            opcode, plen = codes[_LAST], msg.size - k * mtu
         else:
-            opcode, plen = codes[_MIDDLE], self.mtu
-        last = k == n - 1
+            opcode, plen = codes[_MIDDLE], mtu
         ack_req = last or (seq + 1) % self.ack_req_every == 0
-        reth = None
-        if msg.op == "write" and k == 0:
-            reth = (self.config.remote_va, self.config.rkey, msg.size)
-        payload = self._payloads.get(plen)
-        if payload is None:
-            payload = self._payloads[plen] = bytes(plen)
-        frame = self.data_flow.packet(opcode, self.remote_qpn, (self.psn0 + seq) & MAX_PSN,
-                                      payload, reth=reth, ack_req=ack_req)
+        frame = self.frames.data(opcode, (self.psn0 + seq) & MAX_PSN, plen, ack_req, msg.size)
         self.snd = seq + 1
         if last:
             self._tx_index += 1
+        size = len(frame)
         c = self.counters
         c.packets_sent += 1
-        c.bytes_sent += len(frame)
+        c.bytes_sent += size
         c.payload_bytes_sent += plen
         if seq < self.max_sent:
             c.retransmit_packets += 1
@@ -292,23 +293,23 @@ class QueuePair:
                 self._arm_rto(now + self.rto_s, now)
         pacer = self.pacer
         if pacer is not None:
-            pacer.consume(len(frame), now)
+            pacer.consume(size, now)
             rp = self.rp
             if rp is not None:
-                rp.on_sent(len(frame), now)
+                rp.on_sent(size, now)
                 if rp.rc_bps != pacer.rate_bps:
                     pacer.set_rate(rp.rc_bps)
         return frame
 
     # -- requester: acknowledgements -------------------------------------------
 
-    def on_ack(self, view: RoceView, now: float) -> None:
+    def on_ack(self, psn: int, syndrome: int, now: float) -> None:
+        """An RC ACKNOWLEDGE for ``psn`` with AETH ``syndrome`` arrived."""
         if self.error:
             return
         c = self.counters
-        syndrome = view.aeth.syndrome
         kind = syndrome_kind(syndrome)
-        seq = self._to_seq(view.psn)
+        seq = self._to_seq(psn)
         if kind == KIND_ACK:
             c.acks_rx += 1
             if seq < self.una - 1 or seq >= self.max_sent:
@@ -495,30 +496,33 @@ class QueuePair:
             self.counters.cnps_sent += 1
             self.counters.cnps_deferred += 1
             self.series.add(CNPS_SENT, when, 1)
-            self.nic.send_control(self.cnp_flow.cnp(self.remote_qpn), self.cnp_priority)
+            self.nic.send_control(self.frames.cnp_frame, self.cnp_priority)
         elif gate.pending:
             self._cnp_timer = self.timers.schedule(gate.due, self._on_cnp_timer)
 
     # -- responder -----------------------------------------------------------------
 
-    def on_request(self, view: RoceView, now: float) -> None:
+    def on_request(self, opcode: int, psn: int, ack_req: bool, ecn: int, payload_len: int,
+                   now: float) -> None:
+        """A SEND or WRITE packet (BTH ``opcode``, ``psn``, AckReq; IPv4
+        ``ecn``; ``payload_len`` bytes of data) arrived for this QP."""
         c = self.counters
         c.data_packets_rx += 1
-        if view.ecn == ECN_CE:
+        if ecn == ECN_CE:
             c.ce_packets_rx += 1
             self.series.add(CE_PACKETS, now, 1)
             gate = self.cnp_gate
             if gate.allow(now):
                 c.cnps_sent += 1
                 self.series.add(CNPS_SENT, now, 1)
-                self.nic.send_control(self.cnp_flow.cnp(self.remote_qpn), self.cnp_priority)
+                self.nic.send_control(self.frames.cnp_frame, self.cnp_priority)
             else:
                 c.cnps_suppressed += 1
                 if self._cnp_timer is None:
                     self._cnp_timer = self.timers.schedule(gate.due, self._on_cnp_timer)
-        d = (view.psn - self.epsn) & MAX_PSN
+        d = (psn - self.epsn) & MAX_PSN
         if d == 0:
-            kind, pos = REQUEST_OPCODES[view.opcode]
+            kind, pos = REQUEST_OPCODES[opcode]
             rx = self._rx_msg
             if rx is None:
                 valid = pos in (_FIRST, _ONLY)
@@ -528,14 +532,14 @@ class QueuePair:
                 c.opcode_errors += 1
                 return
             c.accepted_packets += 1
-            c.payload_bytes_rx += view.payload_len
-            self.series.add(RX_BYTES, now, view.payload_len)
+            c.payload_bytes_rx += payload_len
+            self.series.add(RX_BYTES, now, payload_len)
             self.epsn = (self.epsn + 1) & MAX_PSN
             self.nak_sent = False
             if rx is None:
                 rx = self._rx_msg = {"qpn": self.qpn, "op": kind, "size": 0,
                                      "first_at": now + self.wall}
-            rx["size"] += view.payload_len
+            rx["size"] += payload_len
             if pos in (_LAST, _ONLY):
                 self.msn = (self.msn + 1) & MAX_PSN
                 c.messages_rx += 1
@@ -544,10 +548,10 @@ class QueuePair:
                 self._rx_msg = None
                 self.log.add_received(rx)
             self._since_ack += 1
-            if view.ack_req or (self.ack_every and self._since_ack >= self.ack_every):
+            if ack_req or (self.ack_every and self._since_ack >= self.ack_every):
                 self._since_ack = 0
                 c.acks_sent += 1
-                self.nic.send_control(self.ack_flow.ack(self.remote_qpn, view.psn, self.msn),
+                self.nic.send_control(self.frames.ack(psn, self.msn, self._ack_syndrome),
                                       self.priority)
         elif d < HALF_PSN_SPACE:
             c.out_of_order_packets += 1
@@ -555,14 +559,14 @@ class QueuePair:
                 self.nak_sent = True
                 c.naks_sent += 1
                 self.nic.send_control(
-                    self.ack_flow.ack(self.remote_qpn, self.epsn, self.msn, _NAK_SEQ),
+                    self.frames.ack(self.epsn, self.msn, _NAK_SEQ),
                     self.priority)
         else:
             c.duplicate_packets += 1
-            if view.ack_req:
+            if ack_req:
                 c.acks_sent += 1
                 self.nic.send_control(
-                    self.ack_flow.ack(self.remote_qpn, (self.epsn - 1) & MAX_PSN, self.msn),
+                    self.frames.ack((self.epsn - 1) & MAX_PSN, self.msn, self._ack_syndrome),
                     self.priority)
 
     # -- reporting -------------------------------------------------------------------

@@ -42,7 +42,7 @@ class SimNetwork:
         self.agents: dict[str, Agent] = {}
         self.fakes: dict[tuple[str, str], FakeNic] = {}
         self._nic_index: dict[tuple[str, str], int] = {}
-        self._deliveries: list[tuple[float, int, str, int, bytes]] = []
+        self._deliveries: list[tuple[float, int, Agent, int, bytes]] = []
         self._seq = 0
         self.events = 0
 
@@ -70,6 +70,10 @@ class SimNetwork:
         src_name = f"{src[0]}/{src[1]}"
         dst_name = f"{dst[0]}/{dst[1]}"
         index = self._nic_index[dst]
+        agent = self.agents[dst[0]]
+        clock = self.clock
+        deliveries = self._deliveries
+        push = heapq.heappush
 
         def send(frame: bytes) -> None:
             if hook is not None:
@@ -77,15 +81,15 @@ class SimNetwork:
                 if frame is None:
                     return
             self._seq += 1
-            heapq.heappush(self._deliveries,
-                           (self.clock.now + delay_s, self._seq, dst[0], index, frame))
+            push(deliveries, (clock.now + delay_s, self._seq, agent, index, frame))
         return send
 
     def inject(self, agent: str, nic: str, frame: bytes, at: float | None = None) -> None:
         """Make NIC ``nic`` of ``agent`` receive ``frame`` at ``at`` (default now)."""
         self._seq += 1
         heapq.heappush(self._deliveries, (self.clock.now if at is None else at, self._seq,
-                                          agent, self._nic_index[(agent, nic)], bytes(frame)))
+                                          self.agents[agent], self._nic_index[(agent, nic)],
+                                          bytes(frame)))
 
     def run(self, until: float, *, max_events: int = 2_000_000,
             stop_when: Callable[[], bool] | None = None) -> float:
@@ -93,20 +97,26 @@ class SimNetwork:
         clock = self.clock
         agents = list(self.agents.values())
         deliveries = self._deliveries
+        pop = heapq.heappop
         for agent in agents:
             agent.service(clock.now)
         while True:
-            t = min((a.next_wakeup() for a in agents), default=math.inf)
+            t = math.inf
+            for agent in agents:
+                wake = agent.next_wakeup()
+                if wake < t:
+                    t = wake
             if deliveries and deliveries[0][0] < t:
                 t = deliveries[0][0]
             if t > until:
                 clock.now = max(clock.now, until)
                 return clock.now
-            clock.now = max(clock.now, t)
+            if t > clock.now:
+                clock.now = t
             now = clock.now
             while deliveries and deliveries[0][0] <= now:
-                _t, _s, name, index, frame = heapq.heappop(deliveries)
-                self.agents[name].on_frame(index, frame, now)
+                _t, _s, agent, index, frame = pop(deliveries)
+                agent.on_frame(index, frame, now)
             for agent in agents:
                 agent.service(now)
             self.events += 1

@@ -38,26 +38,28 @@ class Timer:
 class TimerHeap:
     """Callbacks ``fn(now)`` run by :meth:`run_due` once their time has come."""
 
-    __slots__ = ("_heap", "_seq")
+    __slots__ = ("heap", "_seq")
 
     def __init__(self) -> None:
-        self._heap: list[list] = []
+        # ``[when, seq, callback, alive]`` entries; read-only outside this
+        # class (the agent peeks at the top to skip a call when nothing is due)
+        self.heap: list[list] = []
         self._seq = 0
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self.heap)
 
     def schedule(self, when: float, callback: Callback) -> Timer:
         if math.isnan(when):
             raise ValueError("timer time is NaN")
         self._seq += 1
         entry = [when, self._seq, callback, True]
-        heapq.heappush(self._heap, entry)
+        heapq.heappush(self.heap, entry)
         return Timer(when, entry)
 
     def next_time(self) -> float:
         """When the earliest live timer is due (``inf`` when none is)."""
-        heap = self._heap
+        heap = self.heap
         while heap and not heap[0][3]:
             heapq.heappop(heap)
         return heap[0][0] if heap else INF
@@ -66,7 +68,7 @@ class TimerHeap:
         """Run every live callback due at or before ``now``, earliest first,
         each with its own due time; returns how many ran. Callbacks may
         schedule more timers (those due by ``now`` run in this call too)."""
-        heap = self._heap
+        heap = self.heap
         ran = 0
         while heap and heap[0][0] <= now:
             when, _seq, callback, alive = heapq.heappop(heap)
