@@ -148,7 +148,7 @@ def live_run(pair: VethPair, workdir: Path, mtu: int, tx_mode: str, seconds: flo
              message_bytes: int) -> dict:
     """One live run: a sends ``message_bytes`` WRITEs to b back to back."""
     procs: dict[str, subprocess.Popen] = {}
-    run = {"tx_ring": tx_mode == "ring"}
+    run = {"tx_ring": True} if tx_mode == "ring" else {}
     messages = [{"qp": QPN, "size_bytes": message_bytes, "count": 1_000_000,
                  "interval_s": message_bytes * 8 / 10e9}]
     configs = {"a": host("a", "b", mtu, messages, line_rate_bps=10e9,

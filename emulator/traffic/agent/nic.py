@@ -15,7 +15,9 @@ last frame before it). Frames
 the socket refuses are counted (``tx_errors``) and lost, as on
 a wire; the line time is spent either way. A back end that batches (a
 transmit ring) is flushed at the end of each pass that sent something, so
-the frames of one pass leave together, before the loop waits again.
+the frames of one pass leave together, before the loop waits again;
+there ``tx_packets`` counts the frames the ring took, and what the kernel
+did with them afterwards is in the snapshot's ``tx_batching``.
 
 **Receive.** IPv4 frames are read as RoCEv2 (the common shape, IPv4
 without options, in place; any other through ``roce.parse``, with the same
