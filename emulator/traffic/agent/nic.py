@@ -135,21 +135,24 @@ class Nic:
         counters = self.counters
         send = self.io.send
         consume = pacer.consume
+        storm = self.storm
+        ctrl = self._ctrl
+        pick = self._pick
         while pacer.free_at <= now:
             eligible = self._ctrl_mask & ~pause.mask
-            if self.storm is not None and self.storm.next_time() <= now:
-                frame = self.storm.take(now)
-                self.counters.pfc_tx += 1
-                if frame is self.storm.xoff:
-                    self.counters.pfc_storm_frames += 1
+            if storm is not None and storm.next_time() <= now:
+                frame = storm.take(now)
+                counters.pfc_tx += 1
+                if frame is storm.xoff:
+                    counters.pfc_storm_frames += 1
             elif eligible:
                 priority = eligible.bit_length() - 1
-                queue = self._ctrl[priority]
+                queue = ctrl[priority]
                 frame = queue.popleft()
                 if not queue:
                     self._ctrl_mask &= ~(1 << priority)
             else:
-                qp = self._pick(now)
+                qp = pick(now)
                 if qp is None:
                     # Idle (or waiting on a QP's own pacer): the line banks no
                     # credit for a burst later.
