@@ -7,6 +7,7 @@ its Python function; the pipeline and the control plane use it.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from emulator.p4 import ir
@@ -112,7 +113,7 @@ class ModuleBuilder:
             "hash_with_offset": rt.hash_with_offset, "lookahead_bits": rt.lookahead_bits,
             "lookahead_header": rt.lookahead_header, "advance": rt.advance,
             "p4_verify": rt.p4_verify, "mark_to_drop": rt.mark_to_drop,
-            "format_log": rt.format_log,
+            "format_log": rt.format_log, "Struct": struct.Struct,
             "ERR_PACKET_TOO_SHORT": self.errors.get("PacketTooShort", 1),
             "ERR_HEADER_TOO_SHORT": self.errors.get("HeaderTooShort", 4),
             "ERR_NO_MATCH": self.errors.get("NoMatch", 2),

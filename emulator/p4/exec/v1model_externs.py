@@ -8,7 +8,11 @@ control-plane names.
 
 from __future__ import annotations
 
+import struct
+
 from emulator.p4 import ir
+from emulator.p4.exec import bytepack
+from emulator.p4.exec.externs import HASHES
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
 from emulator.p4.exec.layout import is_aggregate, py_ident, scalar_width
 from emulator.p4.types import (
@@ -53,21 +57,42 @@ class V1ModelLowering:
         _flatten(gen, data, None, parts)
         conds = {valid for _, _, valid in parts}
         if len(conds) == 1 and all(isinstance(w, int) for _, w, _ in parts):
-            # One validity condition for all: pack into one int inline.
+            # One validity condition for all: pack inline.
             (cond,) = conds
-            total = sum(w for _, w, _ in parts)
+            widths = [int(w) for _, w, _ in parts]
+            codes = [c for c, _, _ in parts]
+            total = sum(widths)
             if total == 0:
                 return "b''"
-            code = parts[0][0]
-            for c, w, _ in parts[1:]:
-                code = f"(({code}) << {w}) | ({c})"
-            pad = -total % 8
-            if pad:
-                code = f"({code}) << {pad}"
-            packed = f"({code}).to_bytes({(total + pad) // 8}, 'big')"
+            if cond is not None and cond.endswith("._v") and cond.count("(") == cond.count(")"):
+                # Fields of one header: name it once (the condition is
+                # evaluated first), not once per field.
+                base = cond[:-len("._v")]
+                if all((base + ".") in c for c in codes):
+                    tmp = gen.fresh("hdr")
+                    codes = [c.replace(base + ".", tmp + ".") for c in codes]
+                    cond = f"({tmp} := {base})._v"
+            groups = bytepack.plan(widths)
+            if groups is not None:
+                fmt = bytepack.struct_format(groups)
+                pack = gen.bind("pack_" + fmt[1:], struct.Struct(fmt).pack)
+                packed = f"{pack}({bytepack.pack_args(groups, codes, widths)})"
+            else:
+                code = codes[0]
+                for c, w in zip(codes[1:], widths[1:]):
+                    code = f"(({code}) << {w}) | ({c})"
+                pad = -total % 8
+                if pad:
+                    code = f"({code}) << {pad}"
+                packed = f"({code}).to_bytes({(total + pad) // 8}, 'big')"
             return packed if cond is None else f"({packed} if {cond} else b'')"
         items = "".join(f"({c}, {w}, {v or 'True'}), " for c, w, v in parts)
         return f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
+
+    @staticmethod
+    def _hash_fn(gen: Codegen, algo: str) -> str:
+        """The name the generated module calls hash algorithm ``algo`` by."""
+        return gen.bind(f"hash_{algo}", HASHES[algo])
 
     @staticmethod
     def _algo(call: ir.ExternCall, index: int) -> str:
@@ -146,7 +171,7 @@ class V1ModelLowering:
     def _f_hash(self, gen: Codegen, call: ir.ExternCall) -> str:
         result, _algo, base, data, max_value = call.args
         algo = self._algo(call, 1)
-        value = (f"hash_with_offset(HASHES[{algo!r}]({self._pack(gen, data)}), "
+        value = (f"hash_with_offset({self._hash_fn(gen, algo)}({self._pack(gen, data)}), "
                  f"{gen.expr(base)}, {gen.expr(max_value)})")
         return self._out(gen, result, fit(value, result.type))
 
@@ -203,7 +228,7 @@ class V1ModelLowering:
         cond, data, checksum, _algo = call.args
         algo = self._algo(call, 3)
         packed = self._pack(gen, data) + (" + F._ctx.payload" if payload else "")
-        return f"HASHES[{algo!r}]({packed})", gen.expr(cond), checksum  # type: ignore[return-value]
+        return f"{self._hash_fn(gen, algo)}({packed})", gen.expr(cond), checksum  # type: ignore[return-value]
 
     def _f_verify_checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool = False) -> str:
         computed, cond, checksum = self._checksum(gen, call, payload)  # type: ignore[misc]
