@@ -47,7 +47,27 @@ def plan(widths: list[int]) -> list[Group] | None:
     if first < len(widths):
         last = groups[-1]
         groups[-1] = Group(last.first, len(widths) - last.first, last.nbytes)
-    return groups
+    return _merge_odd(groups)
+
+
+def _merge_odd(groups: list[Group]) -> list[Group]:
+    """Join a group of an odd size (3, 5, 6, 7 bytes: converted through
+    bytes) with a neighbour when together they make an integer item."""
+    out: list[Group] = []
+    i = 0
+    while i < len(groups):
+        g = groups[i]
+        if not g.native:
+            if out and out[-1].nbytes + g.nbytes in _CODES:
+                prev = out.pop()
+                g = Group(prev.first, prev.count + g.count, prev.nbytes + g.nbytes)
+            elif i + 1 < len(groups) and g.nbytes + groups[i + 1].nbytes in _CODES:
+                nxt = groups[i + 1]
+                g = Group(g.first, g.count + nxt.count, g.nbytes + nxt.nbytes)
+                i += 1
+        out.append(g)
+        i += 1
+    return out
 
 
 def struct_format(groups: list[Group]) -> str:

@@ -270,16 +270,15 @@ class V1ModelPipeline:
         hand-off: ``result.queued`` holds what goes to egress queues (clones,
         multicast copies, the packet itself); resubmits are run here."""
         result = ProcessResult()
-        passes = 0
-        while True:
+        preserved = self._ingress(port, data, instance_type, preserved, result)
+        passes = 1
+        while preserved is not None:
             passes += 1
             if passes > MAX_PASSES:
                 result.dropped += 1
-                return result
-            preserved = self._ingress(port, data, instance_type, preserved, result)
-            if preserved is None:
-                return result
-            instance_type = RESUBMIT
+                break
+            preserved = self._ingress(port, data, RESUBMIT, preserved, result)
+        return result
 
     def egress(self, item: "EgressItem", queue: QueueInfo | None = None) -> ProcessResult:
         """Egress, egress cloning and deparsing for a packet leaving its
@@ -331,14 +330,15 @@ class V1ModelPipeline:
         if preserved:
             for name, value in preserved.items():
                 setattr(meta, name, value)
-        sm.instance_type = instance_type
-        sm.packet_length = len(data)
-        if instance_type == NORMAL:
+        sm.packet_length = ctx.length
+        if instance_type == NORMAL:  # (the metadata's default instance type)
             # Only a packet received from a port gets these (SimpleSwitch::
             # receive_); a resubmitted or recirculated one has its metadata
             # reset (but for the field list), so they read 0.
             sm.ingress_port = port
             sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+        else:
+            sm.instance_type = instance_type
         cur = f.pkt_in = Cursor(data)
         try:
             self._f_parser(f)
@@ -350,7 +350,8 @@ class V1ModelPipeline:
             self._f_verify(f)
         except ExitBlock:
             pass
-        f.sm.checksum_error = ctx.checksum_error
+        if ctx.checksum_error:
+            f.sm.checksum_error = ctx.checksum_error
         try:
             self._f_ingress(f)
         except ExitBlock:
@@ -435,7 +436,8 @@ class V1ModelPipeline:
         ctx.length_reg = ictx.length_reg
         ctx.payload = ictx.payload
         ctx.sm = sm
-        ctx.truncate = ictx.truncate
+        if ictx.truncate is not None:
+            ctx.truncate = ictx.truncate
         f._ctx = ctx  # type: ignore[attr-defined]
         enq_us = queue.enq_timestamp_us
         if enq_us is None:

@@ -168,6 +168,11 @@ class Table:
         # every change of the entries or the default.
         self._memo: dict[tuple, Entry] = {}
         self.needs_priority = not self._exact and self._lpm_index < 0
+        # For generated code, which holds these dicts (they are changed in
+        # place, never replaced): the entries of an all-exact table by key,
+        # and the memo of a scanned one.
+        self.exact_entries = self._entries if self._exact else None
+        self.scan_memo = self._memo if self.needs_priority else None
 
     # ---- control-plane side ---------------------------------------------------
     def bind(self, fns: dict[int, ActionFn]) -> None:

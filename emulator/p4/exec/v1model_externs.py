@@ -188,7 +188,7 @@ class V1ModelLowering:
         values = gen.expr(data)
         if is_aggregate(data.type) and not isinstance(data, (ir.StructExpr, ir.ListExpr)):
             values = f"{values}._cp()"
-        return f"F._ctx.digests.append(({name!r}, {values}))"
+        return f"F._ctx.digest({name!r}, {values})"
 
     def _clone(self, gen: Codegen, call: ir.ExternCall, field_list: str) -> str:
         kind = gen.expr(call.args[0])
@@ -221,8 +221,8 @@ class V1ModelLowering:
     def _f_log_msg(self, gen: Codegen, call: ir.ExternCall) -> str:
         msg = gen.expr(call.args[0])
         if len(call.args) > 1:
-            return f"F._ctx.logs.append(format_log({msg}, {gen.expr(call.args[1])}))"
-        return f"F._ctx.logs.append({msg})"
+            return f"F._ctx.log(format_log({msg}, {gen.expr(call.args[1])}))"
+        return f"F._ctx.log({msg})"
 
     def _checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool) -> str:
         cond, data, checksum, _algo = call.args
@@ -249,16 +249,48 @@ class V1ModelLowering:
         return self._f_update_checksum(gen, call, payload=True)
 
     # ---- extern objects ----------------------------------------------------------
+    def _cells(self, gen: Codegen, call: ir.ExternCall, attr: str) -> tuple[str, int] | None:
+        """The bound name and length of a register's or counter's cell list
+        (changed in place, never replaced), when the call's target is a
+        declared instance; generated code indexes it without a call."""
+        target = call.target
+        obj = self.instances.get(id(target)) if isinstance(target, ir.Instance) else None
+        if obj is None:
+            return None
+        cells = getattr(obj, attr)
+        name = gen.bind(gen.name_of(cells, "C", f"{target.local_name}_{attr}"), cells)  # type: ignore[union-attr]
+        return name, len(cells)
+
     def _m_register_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         result, index = call.args
-        return self._out(gen, result, f"{obj}.read({gen.expr(index)}, {gen.expr(result)})")
+        cells = self._cells(gen, call, "values")
+        if cells is None:
+            return self._out(gen, result, f"{obj}.read({gen.expr(index)}, {gen.expr(result)})")
+        values, size = cells
+        i = gen.fresh("ri")
+        # Out of range: the destination keeps its value (BMv2).
+        return self._out(gen, result, f"({values}[{i}] if ({i} := {gen.expr(index)}) < {size} "
+                                      f"else {gen.expr(result)})")
 
     def _m_register_write(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         index, value = call.args
-        return f"{obj}.write({gen.expr(index)}, {gen.expr(value)})"
+        cells = self._cells(gen, call, "values")
+        if cells is None:
+            return f"{obj}.write({gen.expr(index)}, {gen.expr(value)})"
+        values, size = cells
+        i, v = gen.fresh("wi"), gen.fresh("wv")
+        gen.pre.append(f"{i}, {v} = {gen.expr(index)}, {gen.expr(value)}")
+        return f"if {i} < {size}: {values}[{i}] = {v}"
 
     def _m_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
-        return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
+        packets = self._cells(gen, call, "packets")
+        nbytes = self._cells(gen, call, "bytes")
+        if packets is None or nbytes is None:
+            return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
+        i = gen.fresh("ci")
+        gen.pre.append(f"{i} = {gen.expr(call.args[0])}")
+        return (f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; "
+                f"{nbytes[0]}[{i}] += F._ctx.length")
 
     def _m_direct_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         return "pass"  # the table counts its hits itself, as BMv2 does
@@ -271,7 +303,7 @@ class V1ModelLowering:
     def _m_direct_meter_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         (result,) = call.args
         key = id(call.target)
-        return self._out(gen, result, fit(f"F._ctx.meter_color.get({key}, 0)", result.type))
+        return self._out(gen, result, fit(f"F._ctx.color({key})", result.type))
 
 
 def _flatten(gen: Codegen, e: ir.Expr, valid: str | None,
