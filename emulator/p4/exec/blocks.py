@@ -7,6 +7,7 @@ its Python function; the pipeline and the control plane use it.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from emulator.p4 import ir
@@ -112,7 +113,7 @@ class ModuleBuilder:
             "hash_with_offset": rt.hash_with_offset, "lookahead_bits": rt.lookahead_bits,
             "lookahead_header": rt.lookahead_header, "advance": rt.advance,
             "p4_verify": rt.p4_verify, "mark_to_drop": rt.mark_to_drop,
-            "format_log": rt.format_log,
+            "format_log": rt.format_log, "Struct": struct.Struct,
             "ERR_PACKET_TOO_SHORT": self.errors.get("PacketTooShort", 1),
             "ERR_HEADER_TOO_SHORT": self.errors.get("HeaderTooShort", 4),
             "ERR_NO_MATCH": self.errors.get("NoMatch", 2),
@@ -235,7 +236,16 @@ class ModuleBuilder:
                     sel.append(_selector_part(gen, k))
                 else:
                     keys.append(code)
-            gen.emit(f"e = {tname}.lookup(({''.join(k + ', ' for k in keys)}))")
+            key = f"({''.join(k + ', ' for k in keys)})"
+            if state.exact_entries is not None:
+                # All-exact: one dict lookup (entries are never falsy).
+                entries = gen.bind(gen.name_of(state, "E", table.local_name), state.exact_entries)
+                gen.emit(f"e = {entries}.get({key}) or {tname}.default")
+            elif state.scan_memo is not None:
+                memo = gen.bind(gen.name_of(state, "M", table.local_name), state.scan_memo)
+                gen.emit(f"e = {memo}.get({key}) or {tname}.lookup({key})")
+            else:
+                gen.emit(f"e = {tname}.lookup({key})")
             if state.idle_timeout:
                 gen.emit("if e.hit: e.last_hit_us = F._ctx.now_us")
             if state.direct_counter or state.direct_meter_kind:
@@ -247,8 +257,8 @@ class ModuleBuilder:
                     if state.direct_meter_kind and table.direct_meter is not None:
                         amount = "1" if state.direct_meter_kind == "packets" else "F._ctx.length"
                         key = id(table.direct_meter)
-                        gen.emit(f"if e.meter is not None: F._ctx.meter_color[{key}] = "
-                                 f"e.meter.execute({amount}, F._ctx.now_us)")
+                        gen.emit(f"if e.meter is not None: F._ctx.set_color({key}, "
+                                 f"e.meter.execute({amount}, F._ctx.now_us))")
             if state.profile is not None:
                 prof = gen.bind(gen.name_of(state.profile, "P", state.profile.name), state.profile)
                 gen.emit("if e.hit:")

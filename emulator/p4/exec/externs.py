@@ -117,15 +117,15 @@ def crc32(data: bytes) -> int:
 def csum16(data: bytes) -> int:
     """Internet checksum (RFC 1071): one's complement of the one's-complement
     sum of 16-bit words, an odd tail byte padded with zero."""
-    if len(data) % 2:
+    if len(data) & 1:
         data += b"\x00"
-    if not data:
+    elif not data:
         return 0xFFFF
     if _LITTLE:
         total = sum(memoryview(data).cast("H"))
         # Summing little-endian words and swapping the folded result gives the
         # big-endian sum (RFC 1071 §2(B), byte-order independence).
-        while total >> 16:
+        while total > 0xFFFF:
             total = (total & 0xFFFF) + (total >> 16)
         total = ((total & 0xFF) << 8) | (total >> 8)
     else:
@@ -175,7 +175,8 @@ def hash_with_offset(value: int, base: int, max_value: int) -> int:
 
 class Register:
     """``register<T>(size)``; reads out of range leave the destination as it
-    was and writes out of range are ignored, as BMv2 does."""
+    was and writes out of range are ignored, as BMv2 does. ``values`` is
+    changed in place, never replaced: generated code indexes it directly."""
 
     __slots__ = ("name", "width", "values", "signed")
 
@@ -192,12 +193,14 @@ class Register:
             self.values[index] = value
 
     def reset(self) -> None:
-        self.values = [0] * len(self.values)
+        # In place: generated code holds the list.
+        self.values[:] = [0] * len(self.values)
 
 
 class Counter:
     """``counter(size, type)``: packets and bytes per index (BMv2 counts the
-    packet's ingress length in bytes)."""
+    packet's ingress length in bytes). The lists are changed in place,
+    never replaced: generated code indexes them directly."""
 
     __slots__ = ("name", "kind", "packets", "bytes")
 
@@ -212,8 +215,9 @@ class Counter:
             self.bytes[index] += nbytes
 
     def reset(self) -> None:
-        self.packets = [0] * len(self.packets)
-        self.bytes = [0] * len(self.bytes)
+        # In place: generated code holds the lists.
+        self.packets[:] = [0] * len(self.packets)
+        self.bytes[:] = [0] * len(self.bytes)
 
 
 class MeterCell:
@@ -268,11 +272,22 @@ class Meter:
 class PacketContext:
     """Per-packet state the generated code writes besides headers and
     metadata: clone/resubmit/recirculate requests, digests, truncation, the
-    checksum error, direct-meter colours and log messages."""
+    checksum error, direct-meter colours and log messages.
 
-    __slots__ = ("length", "now_us", "rng", "clone", "resubmit", "recirculate",
-                 "truncate", "digests", "checksum_error", "logs", "meter_color",
-                 "payload", "sm", "length_reg")
+    What a packet rarely sets is a class-level default (None, 0, empty),
+    so a context costs one allocation and four stores; digests, logs and
+    colours get their containers on first use."""
+
+    clone: tuple[int, int, int] | None = None
+    resubmit: int | None = None
+    recirculate: int | None = None
+    truncate: int | None = None
+    digests: "tuple | list[tuple[str, object]]" = ()
+    logs: "tuple | list[str]" = ()
+    meter_color: dict[int, int] | None = None
+    checksum_error = 0
+    payload = b""
+    sm: object = None
 
     def __init__(self, length: int, now_us: float, rng: _random.Random) -> None:
         self.length = length
@@ -281,16 +296,26 @@ class PacketContext:
         self.length_reg = length
         self.now_us = now_us
         self.rng = rng
-        self.clone: tuple[int, int, int] | None = None
-        self.resubmit: int | None = None
-        self.recirculate: int | None = None
-        self.truncate: int | None = None
-        self.digests: list[tuple[str, tuple]] = []
-        self.checksum_error = 0
-        self.logs: list[str] = []
-        self.meter_color: dict[int, int] = {}
-        self.payload = b""
-        self.sm: object = None
+
+    def digest(self, name: str, value: object) -> None:
+        if not self.digests:
+            self.digests = []
+        self.digests.append((name, value))  # type: ignore[union-attr]
+
+    def log(self, line: str) -> None:
+        if not self.logs:
+            self.logs = []
+        self.logs.append(line)  # type: ignore[union-attr]
+
+    def set_color(self, meter_key: int, color: int) -> None:
+        if self.meter_color is None:
+            self.meter_color = {}
+        self.meter_color[meter_key] = color
+
+    def color(self, meter_key: int) -> int:
+        """The colour a direct meter gave this packet (GREEN if it ran not)."""
+        colors = self.meter_color
+        return colors.get(meter_key, COLOR_GREEN) if colors is not None else COLOR_GREEN
 
 
 def p4_assert(ok: bool, what: str) -> None:

@@ -1,9 +1,12 @@
 """Python classes for P4 values of aggregate type, generated per program.
 
-A header becomes a class with ``__slots__`` for its validity (``_v``) and its
-fields, plus methods specialised to its layout: ``_ext`` (extract from a
-cursor), ``_emit`` (append bytes), ``_cp`` (copy), ``_eq``. A struct becomes a
-class holding its fields (nested aggregates constructed eagerly). A stack is a
+A header becomes a class whose validity (``_v``) and fields default to
+class attributes (invalid, zero: a new header is one allocation), plus
+methods specialised to its layout: ``_ext`` (extract from a cursor, one
+:mod:`struct` call for a fixed-width header), ``_emit`` (append bytes),
+``_cp`` (copy), ``_eq``, ``_zero`` (``setValid`` of an invalid header). A
+struct becomes a class holding its fields (scalars default to class
+attributes, nested aggregates constructed eagerly). A stack is a
 list of elements plus ``nxt`` (nextIndex). Scalars (bit, int, bool, enum,
 error) are plain Python ints/bools everywhere.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import keyword
 import re
 
+from emulator.p4.exec import bytepack
 from emulator.p4.types import (
     BitsType, BoolType, EnumType, ErrorType, HeaderType, HeaderUnionType,
     StackType, StructType, TupleType, Type, VarbitType, field_width,
@@ -124,13 +128,18 @@ class Layouts:
         return "\n".join(lines)
 
     def _struct_class(self, name: str, fields: list[tuple[str, Type]]) -> str:
+        """A struct (or tuple): scalar fields are class-level defaults,
+        aggregate fields are made per instance."""
         slots = [py_ident(n) for n, _ in fields]
-        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
-        lines.append("    def __init__(self):")
-        if not fields:
-            lines.append("        pass")
+        lines = [f"class {name}:"]
         for (_, ft), s in zip(fields, slots):
-            lines.append(f"        self.{s} = {self.new_value(ft)}")
+            if not is_aggregate(ft):
+                lines.append(f"    {s} = {self.new_value(ft)}")
+        aggregates = [(ft, s) for (_, ft), s in zip(fields, slots) if is_aggregate(ft)]
+        if aggregates:
+            lines.append("    def __init__(self):")
+            for ft, s in aggregates:
+                lines.append(f"        self.{s} = {self.new_value(ft)}")
         lines.append("    def _cp(self):")
         lines.append(f"        o = {name}.__new__({name})")
         for (_, ft), s in zip(fields, slots):
@@ -153,22 +162,30 @@ class Layouts:
         for (_, ft), s in zip(fields, slots):
             terms.append(f"self.{s}._eq(o.{s})" if is_aggregate(ft) else f"self.{s} == o.{s}")
         lines.append("        return " + (" and ".join(terms) if terms else "True"))
-        lines.extend(_SET_METHOD)
+        lines.append("    def _set(self, o):")
+        lines.extend(f"        self.{s} = o.{s}" for s in slots)
+        if not slots:
+            lines.append("        pass")
         return "\n".join(lines)
 
 
 def _header_class(name: str, t: HeaderType) -> str:
+    """A header: validity and fields are class-level defaults (invalid,
+    zero), so a new header costs one allocation; an instance holds what
+    was written to it."""
     fields = [(py_ident(f.name), f.type) for f in t.fields]
     slots = ["_v"] + [s for s, _ in fields] + (["_vw"] if t.has_varbit else [])
-    lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
-    lines.append("    def __init__(self):")
-    lines.append("        self._v = False")
-    for s, ft in fields:
-        lines.append(f"        self.{s} = {'False' if isinstance(ft, BoolType) else '0'}")
+    lines = [f"class {name}:", "    _v = False"]
+    zero = [(s, "False" if isinstance(ft, BoolType) else "0") for s, ft in fields]
     if t.has_varbit:
-        lines.append("        self._vw = 0")
+        zero.append(("_vw", "0"))
+    lines.extend(f"    {s} = {v}" for s, v in zero)
+    lines.append("    def _zero(self):")
+    lines.extend(f"        self.{s} = {v}" for s, v in zero)
+    if not zero:
+        lines.append("        pass")
     lines.append("    def _cp(self):")
-    lines.append(f"        o = {name}.__new__({name})")
+    lines.append(f"        o = {name}()")
     for s in slots:
         lines.append(f"        o.{s} = self.{s}")
     lines.append("        return o")
@@ -181,10 +198,13 @@ def _header_class(name: str, t: HeaderType) -> str:
         lines.append("        return self._v == o._v")
     lines.append("    def _inv(self):")
     lines.append("        self._v = False")
-    lines.extend(_SET_METHOD)
-    lines.extend(_extract_method(t, fields))
-    lines.extend(_emit_method(t, fields))
-    return "\n".join(lines)
+    lines.append("    def _set(self, o):")
+    for s in slots:
+        lines.append(f"        self.{s} = o.{s}")
+    chunks: list[str] = []
+    lines.extend(_extract_method(name, t, fields, chunks))
+    lines.extend(_emit_method(name, t, fields, chunks))
+    return "\n".join(chunks + lines)
 
 
 # ``x._set(v)``: make ``x`` (an element reached at run time) hold the fresh value ``v``.
@@ -211,13 +231,40 @@ def _field_to_unsigned(expr: str, ft: Type) -> str:
     return expr
 
 
-def _extract_method(t: HeaderType, fields: list[tuple[str, Type]]) -> list[str]:
+def _fixed_plan(t: HeaderType, fields: list[tuple[str, Type]]) -> list[bytepack.Group] | None:
+    if t.has_varbit:
+        return None
+    return bytepack.plan([field_width(ft) for _, ft in fields])
+
+
+def _extract_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
+                    chunks: list[str]) -> list[str]:
     """``_ext(cur, vbits)``: extract from ``cur.buf`` at ``cur.off`` (bytes);
     raise ``ParserError(PacketTooShort)`` when the packet is too short.
     ``vbits`` is the varbit field's width for the two-argument extract."""
     fixed_bits = t.width
     lines = ["    def _ext(self, cur, vbits=0):"]
     lines.append("        o = cur.off")
+    groups = _fixed_plan(t, fields)
+    if groups is not None:
+        # One struct call, then each field from its (small) group value.
+        unpack = f"_u_{name}"
+        chunks.append(f"{unpack} = Struct({bytepack.struct_format(groups)!r}).unpack_from")
+        widths = [field_width(ft) for _, ft in fields]
+        lines.append(f"        e = o + {fixed_bits // 8}")
+        lines.append("        if e > cur.end: raise ParserError(ERR_PACKET_TOO_SHORT)")
+        names = [f"g{i}" for i in range(len(groups))]
+        lines.append(f"        {''.join(n + ', ' for n in names)}= {unpack}(cur.buf, o)")
+        for g, var in zip(groups, names):
+            if not g.native:
+                lines.append(f"        {var} = int.from_bytes({var}, 'big')")
+            for i in range(g.first, g.first + g.count):
+                s, ft = fields[i]
+                raw = bytepack.field_from_group(g, i, var, widths)
+                lines.append(f"        self.{s} = {_unsigned_to_field(raw, ft)}")
+        lines.append("        self._v = True")
+        lines.append("        cur.off = e")
+        return lines
     if t.has_varbit:
         # BMv2's extract_VL: the checks in this order.
         max_bits = fixed_bits + sum(f.max_width for _, f in fields if isinstance(f, VarbitType))
@@ -251,29 +298,30 @@ def _extract_method(t: HeaderType, fields: list[tuple[str, Type]]) -> list[str]:
     return lines
 
 
-def _emit_method(t: HeaderType, fields: list[tuple[str, Type]]) -> list[str]:
+def _emit_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
+                 chunks: list[str]) -> list[str]:
     lines = ["    def _emit(self, out):"]
     if not fields:
         lines.append("        pass")
         return lines
-    parts = []
-    width_expr = "0"
-    for s, ft in fields:
-        if isinstance(ft, VarbitType):
-            parts.append(("var", s, ft))
-        else:
-            parts.append(("fix", s, ft))
+    groups = _fixed_plan(t, fields)
+    if groups is not None:
+        pack = f"_p_{name}"
+        chunks.append(f"{pack} = Struct({bytepack.struct_format(groups)!r}).pack")
+        widths = [field_width(ft) for _, ft in fields]
+        codes = [_field_to_unsigned("self." + s, ft) for s, ft in fields]
+        lines.append(f"        out.append({pack}({bytepack.pack_args(groups, codes, widths)}))")
+        return lines
     lines.append("        v = 0")
     lines.append("        n = 0")
-    for kind, s, ft in parts:
-        if kind == "var":
+    for s, ft in fields:
+        if isinstance(ft, VarbitType):
             lines.append(f"        v = (v << self._vw) | self.{s}")
             lines.append("        n += self._vw")
         else:
             w = field_width(ft)
             lines.append(f"        v = (v << {w}) | {_field_to_unsigned('self.' + s, ft)}")
             lines.append(f"        n += {w}")
-    del width_expr
     lines.append("        out.append(v.to_bytes(n >> 3, 'big'))")
     return lines
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from emulator.p4 import ir
@@ -43,44 +43,70 @@ ROLES = (("pkt_in", "hdr", "meta", "sm"), ("hdr", "meta"), ("hdr", "meta", "sm")
 MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
 
 
-@dataclass
 class Output:
-    port: int
-    data: bytes
-    instance_type: int = NORMAL
-    priority: int = 0
+    """A packet leaving the switch on ``port``."""
+
+    __slots__ = ("port", "data", "instance_type", "priority")
+
+    def __init__(self, port: int, data: bytes, instance_type: int = NORMAL, priority: int = 0) -> None:
+        self.port = port
+        self.data = data
+        self.instance_type = instance_type
+        self.priority = priority
+
+    def __repr__(self) -> str:
+        return (f"Output(port={self.port}, data={self.data!r}, instance_type={self.instance_type}, "
+                f"priority={self.priority})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Output) and (self.port, self.data, self.instance_type, self.priority) \
+            == (other.port, other.data, other.instance_type, other.priority)
 
 
-@dataclass
 class QueueInfo:
     """What the traffic manager tells egress about the packet's queue
     (BMv2's queueing metadata): depths in packets of the packet's own
     priority queue, times in microseconds."""
 
-    enq_qdepth: int = 0
-    deq_qdepth: int = 0
-    enq_timestamp_us: float | None = None
+    __slots__ = ("enq_qdepth", "deq_qdepth", "enq_timestamp_us")
+
+    def __init__(self, enq_qdepth: int = 0, deq_qdepth: int = 0,
+                 enq_timestamp_us: float | None = None) -> None:
+        self.enq_qdepth = enq_qdepth
+        self.deq_qdepth = deq_qdepth
+        self.enq_timestamp_us = enq_timestamp_us
 
 
-@dataclass
 class EgressItem:
     """A packet between ingress and egress: the traffic manager queues it
     on (``port``, ``priority``); ``length`` is its ingress length in bytes."""
 
-    port: int
-    priority: int
-    length: int
-    pkt: object  # the packet frame (headers, metadata, context)
+    __slots__ = ("port", "priority", "length", "pkt")
+
+    def __init__(self, port: int, priority: int, length: int, pkt: object) -> None:
+        self.port = port
+        self.priority = priority
+        self.length = length
+        self.pkt = pkt  # the packet frame (headers, metadata, context)
 
 
-@dataclass
 class ProcessResult:
-    outputs: list[Output] = field(default_factory=list)
-    dropped: int = 0
-    digests: list[tuple[str, object]] = field(default_factory=list)
-    logs: list[str] = field(default_factory=list)
-    queued: list[EgressItem] = field(default_factory=list)
-    recirculate: list[tuple[int, bytes, int, dict]] = field(default_factory=list)
+    """What one call into the pipeline produced: packets out, drops,
+    digests and log lines for the control plane, packets for the egress
+    queues and packets to feed back into ingress (recirculation)."""
+
+    __slots__ = ("outputs", "dropped", "digests", "logs", "queued", "recirculate")
+
+    def __init__(self, outputs: list[Output] | None = None, dropped: int = 0,
+                 digests: list[tuple[str, object]] | None = None, logs: list[str] | None = None,
+                 queued: list[EgressItem] | None = None,
+                 recirculate: list[tuple[int, bytes, int, dict]] | None = None) -> None:
+        self.outputs = [] if outputs is None else outputs
+        self.dropped = dropped
+        self.digests = [] if digests is None else digests
+        self.logs = [] if logs is None else logs
+        self.queued = [] if queued is None else queued
+        self.recirculate = [] if recirculate is None else recirculate
 
 
 @dataclass
@@ -244,19 +270,14 @@ class V1ModelPipeline:
         hand-off: ``result.queued`` holds what goes to egress queues (clones,
         multicast copies, the packet itself); resubmits are run here."""
         result = ProcessResult()
-        work: list[tuple[str, object]] = [("in", (port, data, instance_type, preserved or {}))]
-        passes = 0
-        while work:
-            stage, item = work.pop(0)
-            if stage == "out":
-                egress_port, f = item  # type: ignore[misc]
-                result.queued.append(EgressItem(egress_port, f.sm.priority, f._ctx.length, f))
-                continue
+        preserved = self._ingress(port, data, instance_type, preserved, result)
+        passes = 1
+        while preserved is not None:
             passes += 1
             if passes > MAX_PASSES:
                 result.dropped += 1
-                continue
-            self._ingress(*item, result=result, work=work)  # type: ignore[misc]
+                break
+            preserved = self._ingress(port, data, RESUBMIT, preserved, result)
         return result
 
     def egress(self, item: "EgressItem", queue: QueueInfo | None = None) -> ProcessResult:
@@ -264,14 +285,7 @@ class V1ModelPipeline:
         queue. ``result.queued`` holds E2E clones (to be queued again),
         ``result.recirculate`` packets to feed back into :meth:`ingress`."""
         result = ProcessResult()
-        work: list[tuple[str, object]] = []
-        self._egress(item.port, item.pkt, queue or QueueInfo(), result=result, work=work)
-        for stage, entry in work:
-            if stage == "out":
-                egress_port, f = entry  # type: ignore[misc]
-                result.queued.append(EgressItem(egress_port, f.sm.priority, f._ctx.length, f))
-            else:
-                result.recirculate.append(entry)  # type: ignore[arg-type]
+        self._egress(item.port, item.pkt, queue if queue is not None else QueueInfo(), result)
         return result
 
     # ---- packet flow -------------------------------------------------------------
@@ -301,56 +315,75 @@ class V1ModelPipeline:
                 f.sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
         f._ctx.payload = data[cur.off:]  # type: ignore[attr-defined]
 
-    def _ingress(self, port: int, data: bytes, instance_type: int, preserved: dict[str, int],
-                 *, result: ProcessResult, work: list) -> None:
+    def _ingress(self, port: int, data: bytes, instance_type: int,
+                 preserved: dict[str, int] | None, result: ProcessResult) -> dict[str, int] | None:
+        """One ingress pass; what goes to egress is appended to
+        ``result.queued``. Returns the preserved fields when the packet is
+        resubmitted (another pass follows), else None."""
         now = self._clock_us()
         ctx = PacketContext(len(data), now, self.rng)
-        f = self._frame(ctx)
-        meta = f.meta  # type: ignore[attr-defined]
-        for name, value in preserved.items():
-            setattr(meta, name, value)
-        sm = f.sm  # type: ignore[attr-defined]
-        sm.instance_type = instance_type
-        sm.packet_length = len(data)
-        if instance_type == NORMAL:
+        f = self._Frame()
+        f._ctx = ctx
+        f.hdr = self._Hdr()
+        meta = f.meta = self._Meta()
+        sm = f.sm = ctx.sm = self._Sm()
+        if preserved:
+            for name, value in preserved.items():
+                setattr(meta, name, value)
+        sm.packet_length = ctx.length
+        if instance_type == NORMAL:  # (the metadata's default instance type)
             # Only a packet received from a port gets these (SimpleSwitch::
             # receive_); a resubmitted or recirculated one has its metadata
             # reset (but for the field list), so they read 0.
             sm.ingress_port = port
             sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
-        self._parse(f, data)
+        else:
+            sm.instance_type = instance_type
+        cur = f.pkt_in = Cursor(data)
+        try:
+            self._f_parser(f)
+        except ParserError as exc:
+            if exc.args and exc.args[0] is not None:
+                f.sm.parser_error = exc.args[0]
+        ctx.payload = data[cur.off:] if cur.off else data
         try:
             self._f_verify(f)
         except ExitBlock:
             pass
-        f.sm.checksum_error = ctx.checksum_error  # type: ignore[attr-defined]
+        if ctx.checksum_error:
+            f.sm.checksum_error = ctx.checksum_error
         try:
             self._f_ingress(f)
         except ExitBlock:
             pass
-        sm = f.sm  # type: ignore[attr-defined]
-        _collect(ctx, result)
+        sm = f.sm
+        if ctx.digests:
+            result.digests.extend(ctx.digests)
+        if ctx.logs:
+            result.logs.extend(ctx.logs)
+        queued = result.queued
         if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
-            self._clone_i2e(port, data, f, work)
+            self._clone_i2e(port, data, f, queued)
         if ctx.resubmit is not None:
-            work.append(("in", (port, data, RESUBMIT, self._keep(f.meta, ctx.resubmit))))  # type: ignore[attr-defined]
-            return
+            return self._keep(f.meta, ctx.resubmit)
         mgid = sm.mcast_grp
         if mgid:
             sm.instance_type = REPLICATION
-            self._replicate(mgid, f, work, result)
-            return
+            self._replicate(mgid, f, queued, result)
+            return None
         egress_spec = sm.egress_spec
         if egress_spec == DROP_PORT:
             result.dropped += 1
-            return
+            return None
         sm.instance_type = NORMAL
-        work.append(("out", (egress_spec, f)))
+        queued.append(EgressItem(egress_spec, sm.priority, ctx.length, f))
+        return None
 
     def _keep(self, meta: object, field_list: int) -> dict[str, int]:
         return {name: getattr(meta, name) for name in self._field_lists.get(field_list, ())}
 
-    def _replicate(self, mgid: int, f: object, work: list, result: ProcessResult) -> None:
+    def _replicate(self, mgid: int, f: object, queued: list[EgressItem],
+                   result: ProcessResult) -> None:
         replicas = self.multicast_groups.get(mgid)
         if not replicas:
             result.dropped += 1
@@ -358,9 +391,9 @@ class V1ModelPipeline:
         for egress_port, rid in pre_order(replicas):
             c = self._copy(f, f._ctx)  # type: ignore[attr-defined]
             c.sm.egress_rid = rid  # type: ignore[attr-defined]
-            work.append(("out", (egress_port, c)))
+            queued.append(EgressItem(egress_port, c.sm.priority, c._ctx.length, c))  # type: ignore[attr-defined]
 
-    def _clone_i2e(self, port: int, data: bytes, f: object, work: list) -> None:
+    def _clone_i2e(self, port: int, data: bytes, f: object, queued: list[EgressItem]) -> None:
         ctx: PacketContext = f._ctx  # type: ignore[attr-defined]
         _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
         session = self.clone_sessions.get(session_id)
@@ -378,9 +411,9 @@ class V1ModelPipeline:
         c.sm = cctx.sm = self._Sm()  # type: ignore[attr-defined]
         c.sm.instance_type = INGRESS_CLONE  # type: ignore[attr-defined]
         cctx.truncate = session.truncate_bytes or None
-        self._send_clone(session, c, work)
+        self._send_clone(session, c, queued)
 
-    def _send_clone(self, session: CloneSession, c: object, work: list) -> None:
+    def _send_clone(self, session: CloneSession, c: object, queued: list[EgressItem]) -> None:
         # P4Runtime clone sessions are multicast groups in BMv2 (PI's
         # PreCloneMgr): PRE order, and every copy gets its replica's instance
         # as egress_rid (0 for a port-only ``mirroring_add`` session).
@@ -389,10 +422,9 @@ class V1ModelPipeline:
             last = i == len(replicas) - 1
             copy = c if last else self._copy(c, c._ctx)  # type: ignore[attr-defined]
             copy.sm.egress_rid = rid  # type: ignore[attr-defined]
-            work.append(("out", (egress_port, copy)))
+            queued.append(EgressItem(egress_port, copy.sm.priority, copy._ctx.length, copy))  # type: ignore[attr-defined]
 
-    def _egress(self, port: int, f: object, queue: QueueInfo, *, result: ProcessResult,
-                work: list) -> None:
+    def _egress(self, port: int, f: object, queue: QueueInfo, result: ProcessResult) -> None:
         sm = f.sm  # type: ignore[attr-defined]
         priority = sm.priority
         if priority >= self.priority_queues:
@@ -404,9 +436,12 @@ class V1ModelPipeline:
         ctx.length_reg = ictx.length_reg
         ctx.payload = ictx.payload
         ctx.sm = sm
-        ctx.truncate = ictx.truncate
+        if ictx.truncate is not None:
+            ctx.truncate = ictx.truncate
         f._ctx = ctx  # type: ignore[attr-defined]
-        enq_us = now if queue.enq_timestamp_us is None else queue.enq_timestamp_us
+        enq_us = queue.enq_timestamp_us
+        if enq_us is None:
+            enq_us = now
         sm.enq_timestamp = int(enq_us) & 0xFFFFFFFF
         sm.enq_qdepth = queue.enq_qdepth & 0x7FFFF
         sm.deq_timedelta = int(now - enq_us) & 0xFFFFFFFF
@@ -420,9 +455,12 @@ class V1ModelPipeline:
         except ExitBlock:
             pass
         sm = f.sm  # type: ignore[attr-defined]
-        _collect(ctx, result)
+        if ctx.digests:
+            result.digests.extend(ctx.digests)
+        if ctx.logs:
+            result.logs.extend(ctx.logs)
         if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
-            self._clone_e2e(f, ctx, work)
+            self._clone_e2e(f, ctx, result.queued)
         if sm.egress_spec == DROP_PORT:
             result.dropped += 1
             return
@@ -436,16 +474,17 @@ class V1ModelPipeline:
             self._f_deparser(f)
         except ExitBlock:
             pass
-        data = b"".join(out) + ctx.payload
+        out.append(ctx.payload)
+        data = b"".join(out)
         if ctx.truncate is not None:
             data = data[:ctx.truncate]
         if ctx.recirculate is not None:
             preserved = self._keep(f.meta, ctx.recirculate)  # type: ignore[attr-defined]
-            work.append(("recirc", (sm.ingress_port, data, RECIRC, preserved)))
+            result.recirculate.append((sm.ingress_port, data, RECIRC, preserved))
             return
         result.outputs.append(Output(port, data, sm.instance_type, priority))
 
-    def _clone_e2e(self, f: object, ctx: PacketContext, work: list) -> None:
+    def _clone_e2e(self, f: object, ctx: PacketContext, queued: list[EgressItem]) -> None:
         _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
         session = self.clone_sessions.get(session_id)
         if session is None:
@@ -459,7 +498,7 @@ class V1ModelPipeline:
         for name, value in self._keep(f.meta, field_list).items():  # type: ignore[attr-defined]
             setattr(c.meta, name, value)  # type: ignore[attr-defined]
         c.sm.instance_type = EGRESS_CLONE  # type: ignore[attr-defined]
-        self._send_clone(session, c, work)
+        self._send_clone(session, c, queued)
 
 
 def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -472,14 +511,6 @@ def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
     for port, rid in replicas:
         ports.setdefault(rid, set()).add(port)
     return [(port, rid) for rid, group in ports.items() for port in sorted(group)]
-
-
-def _collect(ctx: PacketContext, result: ProcessResult) -> None:
-    """What a block left for the control plane: digests and log messages."""
-    if ctx.digests:
-        result.digests.extend(ctx.digests)
-    if ctx.logs:
-        result.logs.extend(ctx.logs)
 
 
 def _enum_name(arg: ir.Expr) -> str:

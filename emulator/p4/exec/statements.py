@@ -80,7 +80,7 @@ class StatementCodegen:
         if s.method == "setValid":
             tmp = self.fresh("hv")
             self.emit(f"{tmp} = {base}")
-            self.emit(f"if not {tmp}._v: {tmp}.__init__(){length}")
+            self.emit(f"if not {tmp}._v: {tmp}._zero(){length}")
             self.emit(f"{tmp}._v = True")
             if isinstance(s.base, ir.Member) and isinstance(s.base.base.type, HeaderUnionType):
                 self.emit(f"{self.expr(s.base.base)}._only({tmp})")

@@ -162,12 +162,18 @@ class Table:
         self._entries: dict[tuple, Entry] = {}
         self._by_prefix: dict[int, dict[tuple, Entry]] = {}
         self._prefixes: list[int] = []
+        self._lpm_levels: list[tuple[int, dict[tuple, Entry]]] = []
         self._scan: list[Entry] = []
         # Scanned (ternary, range, optional) lookups by key: the same few keys
         # (port, priority, DSCP) come back packet after packet. Emptied by
         # every change of the entries or the default.
         self._memo: dict[tuple, Entry] = {}
         self.needs_priority = not self._exact and self._lpm_index < 0
+        # For generated code, which holds these dicts (they are changed in
+        # place, never replaced): the entries of an all-exact table by key,
+        # and the memo of a scanned one.
+        self.exact_entries = self._entries if self._exact else None
+        self.scan_memo = self._memo if self.needs_priority else None
 
     # ---- control-plane side ---------------------------------------------------
     def bind(self, fns: dict[int, ActionFn]) -> None:
@@ -282,6 +288,10 @@ class Table:
                 by_prefix.setdefault(plen, {})[masked] = e
             self._by_prefix = by_prefix
             self._prefixes = sorted(by_prefix, reverse=True)
+            width = self.keys[i].width
+            # Longest prefix first: (mask of the prefix, entries by masked key).
+            self._lpm_levels = [(((1 << plen) - 1) << (width - plen), by_prefix[plen])
+                                for plen in self._prefixes]
             return
         # Highest priority first; ties keep insertion order.
         self._scan = sorted(self._entries.values(), key=lambda e: -e.priority)
@@ -292,11 +302,16 @@ class Table:
             return self._entries.get(key, self.default)
         if self._lpm_index >= 0:
             i = self._lpm_index
-            width = self.keys[i].width
             value = key[i]
-            for plen in self._prefixes:
-                mask = ((1 << plen) - 1) << (width - plen)
-                e = self._by_prefix[plen].get(key[:i] + (value & mask,) + key[i + 1:])
+            if len(key) == 1:
+                for mask, entries in self._lpm_levels:
+                    e = entries.get((value & mask,))
+                    if e is not None:
+                        return e
+                return self.default
+            head, tail = key[:i], key[i + 1:]
+            for mask, entries in self._lpm_levels:
+                e = entries.get(head + (value & mask,) + tail)
                 if e is not None:
                     return e
             return self.default

@@ -8,7 +8,11 @@ control-plane names.
 
 from __future__ import annotations
 
+import struct
+
 from emulator.p4 import ir
+from emulator.p4.exec import bytepack
+from emulator.p4.exec.externs import HASHES
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
 from emulator.p4.exec.layout import is_aggregate, py_ident, scalar_width
 from emulator.p4.types import (
@@ -53,21 +57,42 @@ class V1ModelLowering:
         _flatten(gen, data, None, parts)
         conds = {valid for _, _, valid in parts}
         if len(conds) == 1 and all(isinstance(w, int) for _, w, _ in parts):
-            # One validity condition for all: pack into one int inline.
+            # One validity condition for all: pack inline.
             (cond,) = conds
-            total = sum(w for _, w, _ in parts)
+            widths = [int(w) for _, w, _ in parts]
+            codes = [c for c, _, _ in parts]
+            total = sum(widths)
             if total == 0:
                 return "b''"
-            code = parts[0][0]
-            for c, w, _ in parts[1:]:
-                code = f"(({code}) << {w}) | ({c})"
-            pad = -total % 8
-            if pad:
-                code = f"({code}) << {pad}"
-            packed = f"({code}).to_bytes({(total + pad) // 8}, 'big')"
+            if cond is not None and cond.endswith("._v") and cond.count("(") == cond.count(")"):
+                # Fields of one header: name it once (the condition is
+                # evaluated first), not once per field.
+                base = cond[:-len("._v")]
+                if all((base + ".") in c for c in codes):
+                    tmp = gen.fresh("hdr")
+                    codes = [c.replace(base + ".", tmp + ".") for c in codes]
+                    cond = f"({tmp} := {base})._v"
+            groups = bytepack.plan(widths)
+            if groups is not None:
+                fmt = bytepack.struct_format(groups)
+                pack = gen.bind("pack_" + fmt[1:], struct.Struct(fmt).pack)
+                packed = f"{pack}({bytepack.pack_args(groups, codes, widths)})"
+            else:
+                code = codes[0]
+                for c, w in zip(codes[1:], widths[1:]):
+                    code = f"(({code}) << {w}) | ({c})"
+                pad = -total % 8
+                if pad:
+                    code = f"({code}) << {pad}"
+                packed = f"({code}).to_bytes({(total + pad) // 8}, 'big')"
             return packed if cond is None else f"({packed} if {cond} else b'')"
         items = "".join(f"({c}, {w}, {v or 'True'}), " for c, w, v in parts)
         return f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
+
+    @staticmethod
+    def _hash_fn(gen: Codegen, algo: str) -> str:
+        """The name the generated module calls hash algorithm ``algo`` by."""
+        return gen.bind(f"hash_{algo}", HASHES[algo])
 
     @staticmethod
     def _algo(call: ir.ExternCall, index: int) -> str:
@@ -146,7 +171,7 @@ class V1ModelLowering:
     def _f_hash(self, gen: Codegen, call: ir.ExternCall) -> str:
         result, _algo, base, data, max_value = call.args
         algo = self._algo(call, 1)
-        value = (f"hash_with_offset(HASHES[{algo!r}]({self._pack(gen, data)}), "
+        value = (f"hash_with_offset({self._hash_fn(gen, algo)}({self._pack(gen, data)}), "
                  f"{gen.expr(base)}, {gen.expr(max_value)})")
         return self._out(gen, result, fit(value, result.type))
 
@@ -163,7 +188,7 @@ class V1ModelLowering:
         values = gen.expr(data)
         if is_aggregate(data.type) and not isinstance(data, (ir.StructExpr, ir.ListExpr)):
             values = f"{values}._cp()"
-        return f"F._ctx.digests.append(({name!r}, {values}))"
+        return f"F._ctx.digest({name!r}, {values})"
 
     def _clone(self, gen: Codegen, call: ir.ExternCall, field_list: str) -> str:
         kind = gen.expr(call.args[0])
@@ -196,14 +221,14 @@ class V1ModelLowering:
     def _f_log_msg(self, gen: Codegen, call: ir.ExternCall) -> str:
         msg = gen.expr(call.args[0])
         if len(call.args) > 1:
-            return f"F._ctx.logs.append(format_log({msg}, {gen.expr(call.args[1])}))"
-        return f"F._ctx.logs.append({msg})"
+            return f"F._ctx.log(format_log({msg}, {gen.expr(call.args[1])}))"
+        return f"F._ctx.log({msg})"
 
     def _checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool) -> str:
         cond, data, checksum, _algo = call.args
         algo = self._algo(call, 3)
         packed = self._pack(gen, data) + (" + F._ctx.payload" if payload else "")
-        return f"HASHES[{algo!r}]({packed})", gen.expr(cond), checksum  # type: ignore[return-value]
+        return f"{self._hash_fn(gen, algo)}({packed})", gen.expr(cond), checksum  # type: ignore[return-value]
 
     def _f_verify_checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool = False) -> str:
         computed, cond, checksum = self._checksum(gen, call, payload)  # type: ignore[misc]
@@ -224,16 +249,48 @@ class V1ModelLowering:
         return self._f_update_checksum(gen, call, payload=True)
 
     # ---- extern objects ----------------------------------------------------------
+    def _cells(self, gen: Codegen, call: ir.ExternCall, attr: str) -> tuple[str, int] | None:
+        """The bound name and length of a register's or counter's cell list
+        (changed in place, never replaced), when the call's target is a
+        declared instance; generated code indexes it without a call."""
+        target = call.target
+        obj = self.instances.get(id(target)) if isinstance(target, ir.Instance) else None
+        if obj is None:
+            return None
+        cells = getattr(obj, attr)
+        name = gen.bind(gen.name_of(cells, "C", f"{target.local_name}_{attr}"), cells)  # type: ignore[union-attr]
+        return name, len(cells)
+
     def _m_register_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         result, index = call.args
-        return self._out(gen, result, f"{obj}.read({gen.expr(index)}, {gen.expr(result)})")
+        cells = self._cells(gen, call, "values")
+        if cells is None:
+            return self._out(gen, result, f"{obj}.read({gen.expr(index)}, {gen.expr(result)})")
+        values, size = cells
+        i = gen.fresh("ri")
+        # Out of range: the destination keeps its value (BMv2).
+        return self._out(gen, result, f"({values}[{i}] if ({i} := {gen.expr(index)}) < {size} "
+                                      f"else {gen.expr(result)})")
 
     def _m_register_write(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         index, value = call.args
-        return f"{obj}.write({gen.expr(index)}, {gen.expr(value)})"
+        cells = self._cells(gen, call, "values")
+        if cells is None:
+            return f"{obj}.write({gen.expr(index)}, {gen.expr(value)})"
+        values, size = cells
+        i, v = gen.fresh("wi"), gen.fresh("wv")
+        gen.pre.append(f"{i}, {v} = {gen.expr(index)}, {gen.expr(value)}")
+        return f"if {i} < {size}: {values}[{i}] = {v}"
 
     def _m_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
-        return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
+        packets = self._cells(gen, call, "packets")
+        nbytes = self._cells(gen, call, "bytes")
+        if packets is None or nbytes is None:
+            return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
+        i = gen.fresh("ci")
+        gen.pre.append(f"{i} = {gen.expr(call.args[0])}")
+        return (f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; "
+                f"{nbytes[0]}[{i}] += F._ctx.length")
 
     def _m_direct_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         return "pass"  # the table counts its hits itself, as BMv2 does
@@ -246,7 +303,7 @@ class V1ModelLowering:
     def _m_direct_meter_read(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         (result,) = call.args
         key = id(call.target)
-        return self._out(gen, result, fit(f"F._ctx.meter_color.get({key}, 0)", result.type))
+        return self._out(gen, result, fit(f"F._ctx.color({key})", result.type))
 
 
 def _flatten(gen: Codegen, e: ir.Expr, valid: str | None,
