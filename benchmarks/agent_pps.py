@@ -25,7 +25,13 @@ process's CPU time (user + system, from ``/proc/<pid>/stat``) over the
 window per frame it sent or received there. One run per transmit mode:
 ``send`` (one ``send()`` syscall per frame) and ``ring`` (a PACKET_MMAP TX
 ring flushed once per service pass, :mod:`emulator.traffic.agent.txring`).
-``load_average`` is the machine's 1-minute load when the run began.
+Before them, **tx**: the transmit path alone in a's namespace,
+``RawNic.send()`` of one WRITE MIDDLE-sized frame 8000 times with a
+``flush()`` every 32 or 256 frames, plain ``send()`` against the ring, CPU
+time (``time.process_time``, least of 5) of the send calls and of the
+flushes. ``load_average`` is the machine's 1-minute load when the run
+began: on a busy machine CPU time per frame grows too (shared caches and
+cores), so compare figures taken at similar loads.
 
 Run from the repository root::
 
@@ -199,13 +205,66 @@ def live_run(pair: VethPair, workdir: Path, mtu: int, tx_mode: str, seconds: flo
             "retransmit_packets": stats["qps"][0]["counters"]["retransmit_packets"]}
 
 
-def live_rows(seconds: float, message_bytes: int, modes: list[str]) -> list[dict]:
+# The transmit path alone, run inside the namespace: RawNic.send() of one
+# frame ``FRAMES`` times in flushes of ``batch``, CPU time of the send calls
+# and of the flushes apart (the least of 5).
+TX_PATH = r"""
+import json, sys, time
+from emulator.traffic.agent.backends import RawNic
+iface, size, batch, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+out = {}
+for mode in ("send", "ring"):
+    best = None
+    for _ in range(5):
+        nic = RawNic(iface, swallow_udp=False, max_frame_bytes=9100, tx_ring=mode == "ring")
+        frame = bytes(size)
+        t_send = t_flush = 0.0
+        for _ in range(frames // batch):
+            t0 = time.process_time()
+            for _ in range(batch):
+                nic.send(frame)
+            t1 = time.process_time()
+            nic.flush()
+            t_flush += time.process_time() - t1
+            t_send += t1 - t0
+        stats = nic.tx_stats()
+        nic.close()
+        n = frames // batch * batch
+        row = {"tx_batch": stats["mode"], "frame_bytes": size, "flush_every": batch,
+               "us_per_frame": round((t_send + t_flush) / n * 1e6, 2),
+               "send_call_us": round(t_send / n * 1e6, 2),
+               "flush_us": round(t_flush / n * 1e6, 2)}
+        if best is None or row["us_per_frame"] < best["us_per_frame"]:
+            best = row
+    out[mode] = best
+print(json.dumps(out))
+"""
+
+
+def tx_rows(pair: VethPair, frames: int = 8000) -> list[dict]:
+    """Transmit CPU per frame, ``send()`` against the ring, on a's eth0 (b
+    has no reader: the kernel drops the frames after the veth)."""
+    rows = []
+    for size in (1086, 4158):   # a full WRITE MIDDLE at MTU 1024 and 4096
+        for batch in (32, 256):
+            out = subprocess.run(
+                ["ip", "netns", "exec", pair.ns["a"], sys.executable, "-c", TX_PATH, "eth0",
+                 str(size), str(batch), str(frames)], cwd=ROOT, capture_output=True, text=True,
+                timeout=120)
+            if out.returncode:
+                raise RuntimeError(f"tx path: {out.stderr.strip()}")
+            rows.extend(json.loads(out.stdout).values())
+    return rows
+
+
+def live_rows(seconds: float, message_bytes: int, modes: list[str]) -> dict:
     rows = []
     with VethPair() as pair, tempfile.TemporaryDirectory(prefix="afxbench-") as tmp:
+        tx = tx_rows(pair)
         for mtu in MTUS:
             for mode in modes:
                 rows.append(live_run(pair, Path(tmp), mtu, mode, seconds, message_bytes))
-    return rows
+    return {"tx": tx, "agents": rows}
 
 
 def main() -> int:
@@ -236,9 +295,14 @@ def main() -> int:
     for r in out["sim"]:
         print(f"  mtu {r['mtu_bytes']:5d}  {r['size_bytes']:>9d} B  {r['us_per_frame']:6.2f} "
               f"us/frame  {r['kfps']:7.1f} k frames/s")
-    if isinstance(out["live"], list):
+    if isinstance(out["live"], dict):
+        print("tx: RawNic.send() then flush(), per frame (CPU time, least of 5)")
+        for r in out["live"]["tx"]:
+            print(f"  {r['frame_bytes']:5d} B  flush every {r['flush_every']:3d}  "
+                  f"{r['tx_batch']:5s} {r['us_per_frame']:6.2f} us  (send calls "
+                  f"{r['send_call_us']} us, flushes {r['flush_us']} us)")
         print("live: two agents on a veth pair (CPU from /proc, per frame)")
-        for r in out["live"]:
+        for r in out["live"]["agents"]:
             print(f"  mtu {r['mtu_bytes']:5d}  {r['tx_batch']:5s} {r['fps']:8d} frames/s  "
                   f"sender {r['sender_us_per_frame']} us  receiver "
                   f"{r['receiver_us_per_frame']} us  (cpu {r['sender_cpu_percent']}% / "

@@ -101,7 +101,8 @@ def _wire_digest(mtu: int) -> tuple[int, int, int, int, str]:
         "a", rate_bps=1e9, nic={"mtu_bytes": 9000}, messages=msgs,
         qp={**transport, "start_psn": 0xFFFFF0, "rkey": 0x1234, "remote_va": 0xABCDEF})))
     net.add_agent(parse_config(host_config(
-        "b", rate_bps=1e9, nic={"mtu_bytes": 9000}, qp={**transport, "remote_start_psn": 0xFFFFF0})))
+        "b", rate_bps=1e9, nic={"mtu_bytes": 9000},
+        qp={**transport, "remote_start_psn": 0xFFFFF0})))
     net.connect(("a", "eth0"), ("b", "eth0"), delay_s=20e-6, hook=hook)
     net.run(2.0)
     digest = hashlib.sha256()

@@ -21,9 +21,10 @@ did with them afterwards is in the snapshot's ``tx_batching``.
 
 **Receive.** IPv4 frames are read as RoCEv2 (the common shape, IPv4
 without options, in place; any other through ``roce.parse``, with the same
-checks and counters) and handed to the queue pair their BTH names: ACK/NAK to the requester, CNP to DCQCN,
-SEND/WRITE to the responder. 802.1Qbb frames act on the pause state
-(:mod:`.pfc`). Anything else is counted and dropped.
+checks and counters) and handed to the queue pair their BTH names:
+ACK/NAK to the requester, CNP to DCQCN, SEND/WRITE to the responder.
+802.1Qbb frames act on the pause state (:mod:`.pfc`). Anything else is
+counted and dropped.
 
 **PFC storm.** :meth:`Nic.start_storm` makes the NIC send PFC XOFF frames
 to its switch port again and again (:mod:`.storm`), as a NIC with a stuck

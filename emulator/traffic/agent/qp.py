@@ -47,8 +47,8 @@ CE marks, CNPs sent and received.
 The QP builds frames (from its :class:`~.frames.QpFrames` templates) and
 queues control frames on its NIC; the NIC reads received frames and hands
 the QP their fields (:meth:`QueuePair.on_request`, :meth:`QueuePair.on_ack`,
-:meth:`QueuePair.on_cnp`); the NIC decides when data leaves (:meth:`QueuePair.has_tx`, :attr:`pacer`,
-:meth:`QueuePair.next_frame`).
+:meth:`QueuePair.on_cnp`) and decides when data leaves
+(:meth:`QueuePair.has_tx`, :attr:`pacer`, :meth:`QueuePair.next_frame`).
 """
 
 from __future__ import annotations
