@@ -139,8 +139,9 @@ class Nic:
         storm = self.storm
         ctrl = self._ctrl
         pick = self._pick
+        paused = pause.mask   # pauses change on received frames, not within a pass
         while pacer.free_at <= now:
-            eligible = self._ctrl_mask & ~pause.mask
+            eligible = self._ctrl_mask & ~paused
             if storm is not None and storm.next_time() <= now:
                 frame = storm.take(now)
                 counters.pfc_tx += 1
@@ -176,6 +177,12 @@ class Nic:
         qps = self.qps
         n = len(qps)
         paused = self.pause.mask
+        if n == 1:  # the common case: no round to make
+            qp = qps[0]
+            if qp.snd < qp.end_seq and qp.has_tx() and not paused >> qp.priority & 1 and (
+                    qp.pacer is None or qp.pacer.free_at <= now):
+                return qp
+            return None
         start = self._rr
         for i in range(n):
             j = start + i
