@@ -24,8 +24,8 @@ the NIC's, which keeps receiving with ``recv()``.
 finds the ring full even after a flush is refused (``refused``; the
 caller counts it lost, as a refused ``send()``). ``PACKET_LOSS`` is set
 so that a frame the kernel cannot parse does not stall the ring; the
-kernel then skips it, and the bytes a flush took but did not send count in
-``dropped_bytes``. A flush that fails (``ENETDOWN``, a qdisc drop) counts
+kernel then skips it, and the bytes it took from the ring but did not
+send count in ``dropped_bytes``. A flush that fails (``ENETDOWN``, a qdisc drop) counts
 in ``errors``; the ring is then given up (``abandoned``): the frames
 still waiting in it are handed to ``fallback`` in order, and so is
 everything after, as on a NIC without the ring.
@@ -84,7 +84,7 @@ class TxSlots:
     """The slots of a transmit ring in ``buf`` (see the module docstring)."""
 
     __slots__ = ("buf", "slot", "frames", "max_frame", "_head", "_tail", "_used",
-                 "_lengths", "_offsets", "queued", "rejected")
+                 "_lengths", "_offsets", "queued", "rejected", "done_bytes")
 
     def __init__(self, buf: mmap.mmap | bytearray, slot_bytes: int, frames: int) -> None:
         self.buf = buf
@@ -98,6 +98,7 @@ class TxSlots:
         self._offsets = [i * slot_bytes for i in range(frames)]
         self.queued = 0     # frames written into the ring
         self.rejected = 0   # slots the kernel marked TP_STATUS_WRONG_FORMAT
+        self.done_bytes = 0  # frame bytes of the slots taken back
 
     @property
     def used(self) -> int:
@@ -143,6 +144,7 @@ class TxSlots:
                 head = 0
             self._used -= 1
         self._head = head
+        self.done_bytes += taken
         return taken
 
     def waiting(self) -> list[bytes]:
@@ -171,7 +173,7 @@ class TxRing:
         self.flushes = 0
         self.errors = 0
         self.last_error: OSError | None = None
-        self.dropped_bytes = 0
+        self.sent_bytes = 0        # what the kernel said its flushes sent
         self.abandoned = False
         self.fallback_frames = 0   # frames handed to plain send() (too long, abandoned)
         self.refused = 0           # frames refused: too long for a slot, or the ring full
@@ -243,8 +245,8 @@ class TxRing:
             self.last_error = exc
             self._abandon()
             return
-        taken = slots.reclaim()
-        self.dropped_bytes += max(0, taken - sent)
+        self.sent_bytes += sent
+        slots.reclaim()
         if slots.used:
             self._unflushed = slots.used
 
@@ -259,11 +261,19 @@ class TxRing:
             if not self.fallback(frame):
                 self.refused += 1
 
+    @property
+    def dropped_bytes(self) -> int:
+        """Bytes the kernel took from the ring but did not send (it skipped
+        them, ``PACKET_LOSS``); a slot still in flight counts once taken
+        back, so this is a floor until the ring is idle."""
+        return max(0, self.slots.done_bytes - self.sent_bytes)
+
     def stats(self) -> dict[str, object]:
         s = self.slots
         return {"mode": "send" if self.abandoned else "ring", "ring_frames": s.frames,
                 "queued": s.queued, "flushes": self.flushes, "refused": self.refused,
                 "rejected": s.rejected, "dropped_bytes": self.dropped_bytes,
+                "sent_bytes": self.sent_bytes,
                 "errors": self.errors, "abandoned": self.abandoned,
                 "fallback_frames": self.fallback_frames,
                 "last_error": None if self.last_error is None else str(self.last_error)}
