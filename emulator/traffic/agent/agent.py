@@ -132,7 +132,11 @@ class Agent:
 
     def next_wakeup(self) -> float:
         heap = self._timer_heap
-        t = self.timers.next_time() if heap else INF
+        if heap:
+            top = heap[0]
+            t = top[0] if top[3] else self.timers.next_time()
+        else:
+            t = INF
         for nic in self.nics:
             n = nic.next_tx_time()
             if n < t:

@@ -206,7 +206,8 @@ class Nic:
             return min(t, line)
         for qp in self.qps:
             if qp.snd < qp.end_seq and qp.has_tx() and not paused >> qp.priority & 1:
-                ready = line if qp.pacer is None else max(line, qp.pacer.free_at)
+                pacer = qp.pacer
+                ready = line if pacer is None or pacer.free_at < line else pacer.free_at
                 if ready < t:
                     t = ready
         return t

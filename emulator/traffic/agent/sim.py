@@ -98,12 +98,14 @@ class SimNetwork:
         agents = list(self.agents.values())
         deliveries = self._deliveries
         pop = heapq.heappop
-        for agent in agents:
-            agent.service(clock.now)
+        services = [agent.service for agent in agents]
+        wakeups = [agent.next_wakeup for agent in agents]
+        for service in services:
+            service(clock.now)
         while True:
             t = math.inf
-            for agent in agents:
-                wake = agent.next_wakeup()
+            for wakeup in wakeups:
+                wake = wakeup()
                 if wake < t:
                     t = wake
             if deliveries and deliveries[0][0] < t:
@@ -117,8 +119,8 @@ class SimNetwork:
             while deliveries and deliveries[0][0] <= now:
                 _t, _s, agent, index, frame = pop(deliveries)
                 agent.on_frame(index, frame, now)
-            for agent in agents:
-                agent.service(now)
+            for service in services:
+                service(now)
             self.events += 1
             if self.events > max_events:
                 raise RuntimeError(f"more than {max_events} events by t={now}")
