@@ -213,10 +213,11 @@ import json, sys, time
 from emulator.traffic.agent.backends import RawNic
 iface, size, batch, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 out = {}
-for mode in ("send", "ring"):
+for mode in sys.argv[5].split(","):
     best = None
     for _ in range(5):
-        nic = RawNic(iface, swallow_udp=False, max_frame_bytes=9100, tx_ring=mode == "ring")
+        ring = {"tx_ring": True} if mode == "ring" else {}
+        nic = RawNic(iface, swallow_udp=False, max_frame_bytes=9100, **ring)
         frame = bytes(size)
         t_send = t_flush = 0.0
         for _ in range(frames // batch):
@@ -224,10 +225,11 @@ for mode in ("send", "ring"):
             for _ in range(batch):
                 nic.send(frame)
             t1 = time.process_time()
-            nic.flush()
+            if ring:
+                nic.flush()
             t_flush += time.process_time() - t1
             t_send += t1 - t0
-        stats = nic.tx_stats()
+        stats = nic.tx_stats() if hasattr(nic, "tx_stats") else {"mode": "send"}
         nic.close()
         n = frames // batch * batch
         row = {"tx_batch": stats["mode"], "frame_bytes": size, "flush_every": batch,
@@ -241,7 +243,7 @@ print(json.dumps(out))
 """
 
 
-def tx_rows(pair: VethPair, frames: int = 8000) -> list[dict]:
+def tx_rows(pair: VethPair, modes: list[str], frames: int = 8000) -> list[dict]:
     """Transmit CPU per frame, ``send()`` against the ring, on a's eth0 (b
     has no reader: the kernel drops the frames after the veth)."""
     rows = []
@@ -249,7 +251,8 @@ def tx_rows(pair: VethPair, frames: int = 8000) -> list[dict]:
         for batch in (32, 256):
             out = subprocess.run(
                 ["ip", "netns", "exec", pair.ns["a"], sys.executable, "-c", TX_PATH, "eth0",
-                 str(size), str(batch), str(frames)], cwd=ROOT, capture_output=True, text=True,
+                 str(size), str(batch), str(frames), ",".join(modes)], cwd=ROOT,
+                capture_output=True, text=True,
                 timeout=120)
             if out.returncode:
                 raise RuntimeError(f"tx path: {out.stderr.strip()}")
@@ -260,7 +263,7 @@ def tx_rows(pair: VethPair, frames: int = 8000) -> list[dict]:
 def live_rows(seconds: float, message_bytes: int, modes: list[str]) -> dict:
     rows = []
     with VethPair() as pair, tempfile.TemporaryDirectory(prefix="afxbench-") as tmp:
-        tx = tx_rows(pair)
+        tx = tx_rows(pair, modes)
         for mtu in MTUS:
             for mode in modes:
                 rows.append(live_run(pair, Path(tmp), mtu, mode, seconds, message_bytes))
