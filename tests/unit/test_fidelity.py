@@ -106,6 +106,29 @@ def test_late_departures_are_measured_and_lag_beyond_max_is_counted():
     assert dp.fidelity()["behind"]["bins"] == []
 
 
+def test_cheap_on_time_counting_gives_what_recording_every_departure_gives():
+    # Departures on time and late, across behind bins: the data plane's
+    # shortcut for on-time ones must leave the same histogram and series as
+    # recording each one (LatenessHistogram.record_s, BehindSeries.event).
+    dp, clock, ports = make_dataplane({1: PortConfig(), 2: PortConfig(rate_bps=100e6)})
+    late_ref, behind_ref = LatenessHistogram(), BehindSeries()
+    frame_us = dp.port(2).frame_us
+    for i in range(60):
+        dp.receive(1, ipv4_frame(2, 500, ident=i), clock.t)
+        while dp.next_deadline() is not None:
+            due = dp.next_deadline()
+            # every 7th departure 0.3-3 ms late, the rest on time (or < 1 µs late)
+            clock.t = due + (0.0003 * (i % 10) if i % 7 == 0 else 4e-7 * (i % 2))
+            dp.run_due(clock.t)
+        behind_ref.event(clock.t, late_ref.record_s(clock.t - due), frame_us)
+        clock.t += 0.0021  # bins of 10 ms: several departures in each
+    assert len(late_ref.buckets) > 3 and len(behind_ref.bins) > 3
+    assert len(ports[2].sent) == 60
+    assert dp.fidelity([2])["ports"][0]["late"] == late_ref.to_dict()
+    assert dp.fidelity()["behind"] == behind_ref.to_dict()
+    assert dp.port(2).late.count == 60 and dp.port(2).on_time == 0
+
+
 def test_rx_link_delays_and_serialises_frames_from_a_nic():
     # port 1 faces a NIC: a frame handed over at t enters ingress after its
     # serialisation at 10 Mb/s plus 100 us of delay; frames read together

@@ -19,13 +19,18 @@ keep up) gives up the lag instead of bursting, and counts what it gave up
 (``lag_given_up_s``, ``lag_given_up_events``). ``rate_bps`` 0 = unlimited:
 egress and send at once.
 
-Fidelity. Each frame handed to the socket is compared with when it was due
+Fidelity. Each frame handed to the port (written into its transmit ring, see
+:mod:`.ports`) is compared with when it was due
 (end of serialisation plus delay): the lateness goes into the port's
 histogram (:class:`~emulator.fidelity.LatenessHistogram`, on the data
 plane's clock at the moment of the send) and the switch's
 :class:`~emulator.fidelity.BehindSeries` (late = beyond one
 :data:`~emulator.fidelity.REFERENCE_FRAME_BYTES` frame time at the port's
-rate). A port with ``rx_link`` set receives from a peer that hands frames
+rate). The common case costs two additions: a departure less than 1 µs
+late (the histogram's first bucket) is counted on the port (``on_time``,
+folded into ``late`` when it is read) and added to the behind bin the
+previous departure went to when it falls in the same one. A port with
+``rx_link`` set receives from a peer that hands frames
 over undelayed at the start of their serialisation (a NIC agent): the
 switch realises that direction of the link too, and a received frame enters
 ingress after its serialisation at the port's rate plus ``delay_us``.
@@ -49,13 +54,13 @@ are counted as ``pfc_tx`` when sent; received ones as ``pfc_rx`` (see
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import math
 import os
 import time
 from collections import deque
+from heapq import heappop, heappush
 from typing import Any, Callable, Iterable
 
 from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
@@ -78,8 +83,8 @@ class PortState:
 
     __slots__ = ("number", "backend", "config", "counters", "tm", "pfc", "busy", "free_at",
                  "rate_bps", "delay_s", "overhead", "pfc_enabled", "pcap_in", "pcap_out",
-                 "kicking", "late", "frame_us", "given_up_s", "given_up_events", "rx_link",
-                 "arriving", "rx_free_at")
+                 "kicking", "_late", "on_time", "frame_us", "given_up_s", "given_up_events",
+                 "rx_link", "arriving", "rx_free_at")
 
     def __init__(self, number: int, backend: Any, config: PortConfig, priority_queues: int) -> None:
         self.number = number
@@ -90,7 +95,8 @@ class PortState:
         self.busy = False        # a frame is being serialised (a TX_DONE is pending)
         self.free_at = 0.0       # when the last serialisation ends (virtual time)
         self.kicking = False
-        self.late = LatenessHistogram()
+        self._late = LatenessHistogram()
+        self.on_time = 0          # departures on time (< 1 µs late) not yet in ``late``
         self.given_up_s = 0.0
         self.given_up_events = 0
         self.arriving = 0         # frames on the receive side of an rx_link port
@@ -98,6 +104,17 @@ class PortState:
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
         self.apply(config)
+
+    @property
+    def late(self) -> LatenessHistogram:
+        """The lateness histogram of this port's departures (on-time ones,
+        counted cheaply as they happen, folded in)."""
+        late = self._late
+        n = self.on_time
+        if n:
+            self.on_time = 0
+            late.add(LatenessHistogram.from_dict({"count": n, "buckets": {0: n}}))
+        return late
 
     def apply(self, config: PortConfig) -> None:
         self.config = config
@@ -128,11 +145,19 @@ class DataPlane:
         self.digest_handler: Callable[[str, object], None] | None = None
         self.digests = 0
         self.errors = 0
-        self._timers: list[tuple[float, int, int, tuple]] = []
+        self._timers: list[tuple[float, int, int, PortState, Any, Any]] = []
         self._seq = itertools.count()
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
         self.series = QueueSeries()   # queue-depth time series (see :class:`QueueSeries`)
         self.behind = BehindSeries()  # where the switch fell behind (see the module docstring)
+        # The behind bin the last departure went to (-1: none), so that an
+        # on-time departure in the same bin is one addition.
+        self._behind_scale = 1.0 / self.behind.interval_s
+        self._behind_bin = -1
+        self._behind_row: list[int] = []
+        # What egress is told about the queue of a packet that cut through
+        # (all zeros): one object, never changed, for all of them.
+        self._idle_queue = QueueInfo(0, 0, None)
 
     # ---- configuration (data-plane thread) -----------------------------------------
     def add_port(self, number: int, backend: Any, config: PortConfig | None = None,
@@ -184,8 +209,9 @@ class DataPlane:
 
     def rx(self, ps: PortState, frame: bytes, now: float) -> None:
         counters = ps.counters
+        n = len(frame)
         counters.rx_packets += 1
-        counters.rx_bytes += len(frame)
+        counters.rx_bytes += n
         if ps.pcap_in is not None:
             ps.pcap_in.write(frame)
         if ps.rx_link:
@@ -194,13 +220,11 @@ class DataPlane:
             # arrive one serialisation apart, in order.
             rate = ps.rate_bps
             start = ps.rx_free_at if ps.rx_free_at > now else now
-            ps.rx_free_at = start + ((len(frame) + ps.overhead) * 8 / rate if rate else 0.0)
+            free_at = ps.rx_free_at = start + ((n + ps.overhead) * 8 / rate if rate else 0.0)
             ps.arriving += 1
-            self._push(ps.rx_free_at + ps.delay_s, ARRIVE, (ps, frame))
+            heappush(self._timers, (free_at + ps.delay_s, next(self._seq), ARRIVE, ps, frame,
+                                    None))
             return
-        self._arrive(ps, frame, now)
-
-    def _arrive(self, ps: PortState, frame: bytes, now: float) -> None:
         if frame[12:14] == _PFC_ETHERTYPE and self._mac_control(ps, frame, now) \
                 and not self.pfc_to_pipeline:
             return
@@ -208,19 +232,18 @@ class DataPlane:
 
     def _ingress(self, ps: PortState | None, port: int, frame: bytes, instance_type: int,
                  preserved: dict | None, now: float) -> None:
-        drops = ps.counters.drops if ps is not None else self.drops
         pipe = self.pipeline
         if pipe is None:
-            drops["no_program"] += 1
+            (ps.counters.drops if ps is not None else self.drops)["no_program"] += 1
             return
         try:
             res = pipe.ingress(port, frame, instance_type, preserved)
         except Exception as exc:  # a bad frame or program must not stop the switch
-            drops["pipeline_error"] += 1
+            (ps.counters.drops if ps is not None else self.drops)["pipeline_error"] += 1
             self._error("ingress", exc)
             return
         if res.dropped:
-            drops["pipeline"] += res.dropped
+            (ps.counters.drops if ps is not None else self.drops)["pipeline"] += res.dropped
         if res.digests or res.logs:
             self._side_results(res)
         for item in res.queued:
@@ -248,7 +271,7 @@ class DataPlane:
                 if ps.pfc.pause(prio, until, now):
                     self.log.info("port %d: PFC pause start, priority %d, %d quanta (%.6f s)",
                                   ps.number, prio, quanta, until - now)
-                self._push(until, PAUSE_END, (ps, prio, until))
+                self._push(until, PAUSE_END, ps, prio, until)
             elif ps.pfc.resume(prio, now):
                 resumed = True
                 self.log.info("port %d: PFC pause end, priority %d (zero quanta)", ps.number, prio)
@@ -281,7 +304,7 @@ class DataPlane:
                 qc.max_depth_bytes = item.length
             ps.kicking = True  # an egress clone to this port queues behind us
             try:
-                self._start(ps, qc, item, pipe, QueueInfo(0, 0, None), now, now)
+                self._start(ps, qc, item, pipe, self._idle_queue, now, now)
             finally:
                 ps.kicking = False
             if tm.nonempty and not ps.busy:
@@ -318,9 +341,28 @@ class DataPlane:
                info: QueueInfo, t: float, now: float) -> None:
         """Run egress on a dequeued packet and put its frame on the wire no
         earlier than ``t``."""
-        frame = self._egress(ps, qc, item, pipe, info, now)
-        if frame is None:
+        try:
+            res = pipe.egress(item, info)
+        except Exception as exc:
+            qc.egress_dropped += 1
+            ps.counters.drops["pipeline_error"] += 1
+            self._error("egress", exc)
             return
+        if res.digests or res.logs:
+            self._side_results(res)
+        for clone in res.queued:
+            self._enqueue(clone, pipe, now)
+        outputs = res.outputs
+        if not outputs:
+            if res.recirculate:
+                qc.recirculated += 1
+                self._recirc.extend(res.recirculate)
+            else:
+                qc.egress_dropped += 1
+                ps.counters.drops["pipeline"] += 1
+            return
+        qc.egress_out += 1
+        frame = outputs[0].data  # egress emits at most the packet itself
         start = ps.free_at
         if start < t:
             start = t
@@ -330,54 +372,34 @@ class DataPlane:
             ps.given_up_s += lag
             ps.given_up_events += 1
             self.behind.gave_up(now, lag)
+            self._behind_bin = -1
             start = now - MAX_LAG_S
         rate = ps.rate_bps
         end = start + (len(frame) + ps.overhead) * 8 / rate if rate else start
         ps.free_at = end
         if end > now:
             ps.busy = True
-            self._push(end, TX_DONE, (ps, qc, frame))
+            heappush(self._timers, (end, next(self._seq), TX_DONE, ps, qc, frame))
+        elif ps.delay_s:
+            self._push(end + ps.delay_s, DELIVER, ps, qc, frame)
         else:
-            self._depart(ps, qc, frame, end, now)
-
-    def _egress(self, ps: PortState, qc: Any, item: Any, pipe: V1ModelPipeline,
-                info: QueueInfo, now: float) -> bytes | None:
-        try:
-            res = pipe.egress(item, info)
-        except Exception as exc:
-            qc.egress_dropped += 1
-            ps.counters.drops["pipeline_error"] += 1
-            self._error("egress", exc)
-            return None
-        if res.digests or res.logs:
-            self._side_results(res)
-        for clone in res.queued:
-            self._enqueue(clone, pipe, now)
-        if res.outputs:
-            qc.egress_out += 1
-            return res.outputs[0].data  # egress emits at most the packet itself
-        if res.recirculate:
-            qc.recirculated += 1
-            self._recirc.extend(res.recirculate)
-        else:
-            qc.egress_dropped += 1
-            ps.counters.drops["pipeline"] += 1
-        return None
-
-    def _depart(self, ps: PortState, qc: Any, frame: bytes, end: float, now: float) -> None:
-        """Serialisation of ``frame`` ended at ``end``: send it after the delay."""
-        if ps.delay_s:
-            # Through the timer heap even when already due: a loop running
-            # later than the delay must not send this frame ahead of earlier
-            # ones still propagating on the link (FIFO per port).
-            self._push(end + ps.delay_s, DELIVER, (ps, qc, frame))
-            return
-        self._transmit(ps, qc, frame, end)
+            self._transmit(ps, qc, frame, end)
 
     def _transmit(self, ps: PortState, qc: Any, frame: bytes, due: float) -> None:
         if ps.rate_bps:
             now = self.clock()
-            self.behind.event(now, ps.late.record_s(now - due), ps.frame_us)
+            late_s = now - due
+            if late_s * 1e6 < 1.0:
+                # On time (under 1 µs late, the histogram's first bucket):
+                # a count, and one more event in the current behind bin.
+                ps.on_time += 1
+                index = int(now * self._behind_scale)
+                if index == self._behind_bin:
+                    self._behind_row[0] += 1
+                else:
+                    self._behind_event(now, 0, ps.frame_us)
+            else:
+                self._behind_event(now, ps.late.record_s(late_s), ps.frame_us)
         if not ps.backend.send(frame):
             qc.tx_errors += 1
             ps.counters.drops["tx_error"] += 1
@@ -398,9 +420,22 @@ class DataPlane:
                     if parsed[0] >> prio & 1:
                         ps.tm.counters[prio].pfc_tx += 1
 
+    def _behind_event(self, now: float, late_us: int, threshold_us: float) -> None:
+        """One departure into the behind series, and the bin it went to
+        remembered (so the next on-time ones in it are one addition)."""
+        behind = self.behind
+        behind.event(now, late_us, threshold_us)
+        index = int(now * self._behind_scale)
+        row = behind.bins.get(index)
+        if row is None:  # not the bin ``event`` used: do not remember it
+            self._behind_bin = -1
+        else:
+            self._behind_bin = index
+            self._behind_row = row
+
     # ---- timers -----------------------------------------------------------------------
-    def _push(self, when: float, kind: int, arg: tuple) -> None:
-        heapq.heappush(self._timers, (when, next(self._seq), kind, arg))
+    def _push(self, when: float, kind: int, ps: PortState, a: Any, b: Any) -> None:
+        heappush(self._timers, (when, next(self._seq), kind, ps, a, b))
 
     def next_deadline(self) -> float | None:
         """When :meth:`run_due` next has work (-inf: now), None: nothing planned."""
@@ -419,29 +454,39 @@ class DataPlane:
         if now is None:
             now = self.clock()
         timers = self._timers
+        # Entries: (when, seq, kind, port state, a, b); seq is unique, so
+        # equal times run in the order they were scheduled.
         while timers and timers[0][0] <= now:
-            when, _seq, kind, arg = heapq.heappop(timers)
-            if kind == TX_DONE:
-                ps, qc, frame = arg
+            when, _seq, kind, ps, a, b = heappop(timers)
+            if kind == DELIVER:
+                self._transmit(ps, a, b, when)
+            elif kind == TX_DONE:
                 ps.busy = False
-                self._depart(ps, qc, frame, when, now)
-                self._kick(ps, when, now)
-            elif kind == DELIVER:
-                ps, qc, frame = arg
-                self._transmit(ps, qc, frame, when)
+                if ps.delay_s:
+                    # Through the timer heap even when already due: a loop
+                    # running later than the delay must not send this frame
+                    # ahead of earlier ones still propagating (FIFO per port).
+                    heappush(timers, (when + ps.delay_s, next(self._seq), DELIVER, ps, a, b))
+                else:
+                    self._transmit(ps, a, b, when)
+                if ps.tm.nonempty:
+                    self._kick(ps, when, now)
             elif kind == ARRIVE:
-                ps, frame = arg
                 ps.arriving -= 1
-                self._arrive(ps, frame, when)
+                if a[12:14] == _PFC_ETHERTYPE and self._mac_control(ps, a, when) \
+                        and not self.pfc_to_pipeline:
+                    continue
+                self._ingress(ps, ps.number, a, NORMAL, None, when)
             else:
-                ps, prio, until = arg
+                prio, until = a, b
                 if ps.pfc.expired(prio, until):
                     ps.pfc.resume(prio, until)
                     self.log.info("port %d: PFC pause end, priority %d (expired)", ps.number, prio)
                     if not ps.busy:
                         self._kick(ps, until, now)
-        for _ in range(len(self._recirc)):
-            port, frame, instance_type, preserved = self._recirc.popleft()
+        recirc = self._recirc
+        for _ in range(len(recirc)):
+            port, frame, instance_type, preserved = recirc.popleft()
             self._ingress(self.ports.get(port), port, frame, instance_type, preserved, now)
 
     # ---- results besides packets --------------------------------------------------------
@@ -549,6 +594,7 @@ class DataPlane:
                 ps.backend.rx_wait.reset()
         if ports is None:
             self.behind.reset()
+            self._behind_bin = -1
             self.drops = dict.fromkeys(self.drops, 0)
             self.digests = self.errors = 0
 
