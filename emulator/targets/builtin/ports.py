@@ -19,7 +19,17 @@ end has ``name``, ``fileno()`` (a descriptor that polls readable when
   leaves frames in the socket. With ``ring`` (default) frames are read from
   a ``PACKET_MMAP`` receive ring (:mod:`.ring`: no system call per frame,
   the same timestamps and VLAN tags from the ring's slot headers); where
-  the ring cannot be set up the port reads with ``recvmsg``. Hosts should
+  the ring cannot be set up the port reads with ``recvmsg``. With
+  ``tx_ring`` (default) frames are sent through a ``PACKET_MMAP`` transmit
+  ring on a second socket of the interface (:class:`~.ring.TxRing`):
+  ``send`` writes the frame into the ring, ``flush`` (the switch's loop
+  calls it once a pass and before it waits) hands every frame written
+  since to the kernel in one system call. A frame the ring cannot take
+  (longer than the MTU, the ring full) is sent with ``send`` after a flush
+  (refused if that flush is: it would overtake the frames in the ring), so
+  a port's frames still leave in order, and a refusal is a failed send
+  (``tx_error``) as before; where the ring cannot be set up the port sends
+  with ``send``. Hosts should
   turn off TSO/GSO on their veths: an AF_PACKET socket
   reads a GSO super-frame as one frame, which the switch forwards as is
   (and the send fails above the MTU: a ``tx_error`` drop).
@@ -42,7 +52,7 @@ from collections import deque
 from typing import Callable
 
 from emulator.fidelity import LatenessHistogram
-from emulator.targets.builtin.ring import RxRing, interface_mtu
+from emulator.targets.builtin.ring import RxRing, TxRing, interface_mtu
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -103,7 +113,7 @@ class RawPort:
     CAP_NET_RAW)."""
 
     def __init__(self, iface: str, *, rcvbuf_bytes: int = 8 << 20, keep_vlan: bool = True,
-                 timestamps: bool = True, ring: bool = True) -> None:
+                 timestamps: bool = True, ring: bool = True, tx_ring: bool = True) -> None:
         self.name = iface
         self.errors = 0
         self.last_error: OSError | None = None
@@ -112,6 +122,9 @@ class RawPort:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         self.rx_wait: LatenessHistogram | None = LatenessHistogram() if timestamps else None
         self._ring: RxRing | None = None
+        self.tx_ring: TxRing | None = None
+        self._tx_sock: socket.socket | None = None
+        mtu = 0
         try:
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             try:
@@ -119,9 +132,9 @@ class RawPort:
             except PermissionError:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
             if ring and keep_vlan:  # the ring's slots carry the tag and timestamp
+                mtu = interface_mtu(sock, iface)
                 try:
-                    self._ring = RxRing(sock, interface_mtu(sock, iface), self.rx_wait,
-                                        ring_bytes=rcvbuf_bytes)
+                    self._ring = RxRing.open(sock, mtu, self.rx_wait, ring_bytes=rcvbuf_bytes)
                 except OSError:
                     self._ring = None
             if self._ring is None:
@@ -133,9 +146,12 @@ class RawPort:
             mreq = struct.pack("iHH8s", socket.if_nametoindex(iface), PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             sock.setblocking(False)
+            if tx_ring:
+                self._open_tx_ring(iface, mtu or interface_mtu(sock, iface))
         except BaseException:
             if self._ring is not None:
                 self._ring.close()
+            self._close_tx_ring()
             sock.close()
             raise
         self._sock = sock
@@ -162,6 +178,36 @@ class RawPort:
     @property
     def uses_ring(self) -> bool:
         return self._ring is not None
+
+    @property
+    def rx_ring(self) -> RxRing | None:
+        """The receive ring (None: the port reads with ``recvmsg``)."""
+        return self._ring
+
+    def _open_tx_ring(self, iface: str, mtu: int) -> None:
+        # Protocol 0: this socket receives nothing; the receive socket's
+        # PACKET_IGNORE_OUTGOING keeps it from reading what this one sends.
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        try:
+            self.tx_ring = TxRing.open(tx, mtu)
+            tx.bind((iface, 0))
+        except OSError:
+            if self.tx_ring is not None:
+                self.tx_ring.close()
+                self.tx_ring = None
+            tx.close()
+            return
+        self._tx_sock = tx
+        self.send = self._send_ring  # type: ignore[method-assign]
+        self.flush = self._flush_ring  # type: ignore[method-assign]
+
+    def _close_tx_ring(self) -> None:
+        if self.tx_ring is not None:
+            self.tx_ring.close()
+            self.tx_ring = None
+        if self._tx_sock is not None:
+            self._tx_sock.close()
+            self._tx_sock = None
 
     def poll_overruns(self) -> int:
         """Frames the kernel dropped because this socket's receive buffer was
@@ -213,11 +259,46 @@ class RawPort:
             self.last_error = exc
             return False
 
+    def flush(self) -> bool:
+        """Hand the frames sent since the last flush to the kernel; False
+        when it refused them (they stay in the ring for the next flush).
+        Nothing to do without a transmit ring."""
+        return True
+
+    def _send_ring(self, frame: bytes) -> bool:
+        ring = self.tx_ring
+        if ring.put(frame):  # type: ignore[union-attr]
+            return True
+        # Not taken (too long, ring full): after the frames before it, or
+        # not at all while they cannot leave (it would overtake them).
+        if not self._flush_ring():
+            return False
+        try:
+            self._send(frame)
+            return True
+        except OSError as exc:
+            self.errors += 1
+            self.last_error = exc
+            return False
+
+    def _flush_ring(self) -> bool:
+        ring = self.tx_ring
+        if ring.pending and not ring.flush():  # type: ignore[union-attr]
+            self.errors += 1
+            self.last_error = ring.last_error  # type: ignore[union-attr]
+            return False
+        return True
+
     def close(self) -> None:
         if self._ring is not None:
             self.recv = lambda: None  # type: ignore[method-assign]
             self._ring.close()
             self._ring = None
+        if self.tx_ring is not None:
+            self._flush_ring()
+            self.send = lambda frame: False  # type: ignore[method-assign]
+            self.flush = lambda: True  # type: ignore[method-assign]
+            self._close_tx_ring()
         self._sock.close()
 
 

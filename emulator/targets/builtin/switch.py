@@ -4,9 +4,15 @@ event-loop thread, and the one way in for the control plane.
 Event loop (the data-plane thread): epoll on every port's descriptor and an
 eventfd for wake-ups; each turn runs the timers that are due (departures,
 deliveries after the link delay, PFC pause expiries), the control-plane
-calls waiting, then up to :data:`BATCH` frames from each readable port.
-Waits for the next timer with ``select`` on the epoll descriptor
-(microsecond timeouts; ``epoll.poll`` rounds up to milliseconds).
+calls waiting, then up to :data:`BATCH` frames from each readable port,
+running the timers that fall due between two frames. Frames sent go into
+the ports' transmit rings (:mod:`.ring`); the loop flushes them, one system
+call a port, once a turn, before it looks for more to read or waits. It
+waits for the next timer with ``select`` on the epoll descriptor
+(microsecond timeouts; ``epoll.poll`` rounds up to milliseconds), and no
+longer than :data:`~.ring.HOLE_WAIT_S` while a receive ring has frames
+behind an empty slot (``RxRing.hole_pending``: the socket may not poll
+readable then).
 
 Control plane: other threads (the gRPC servers) never touch the data plane
 themselves. :meth:`Switch.call_in_dataplane` queues a function, wakes the
@@ -43,8 +49,9 @@ from emulator.targets.builtin.config import PortConfig, SwitchOptions
 from emulator.targets.builtin.dataplane import DataPlane, PortState
 from emulator.targets.builtin.errors import SwitchError
 from emulator.targets.builtin.ports import CpuPort, RawPort
+from emulator.targets.builtin.ring import HOLE_WAIT_S, RxRing
 
-BATCH = 64                 # frames read from one port per turn at most (a due timer stops it)
+BATCH = 64                 # frames read from one port per turn at most (then the rings flush)
 HOUSEKEEPING_S = 1.0       # pcap flush; wake-up when idle
 SUMMARY_EVERY = 10         # drop summary (debug) every this many housekeeping ticks
 MAX_EMPTY_WAKEUPS = 1000   # a port readable with nothing to read this often is dropped from epoll
@@ -71,6 +78,8 @@ class Switch:
         self._closed = False
         self._epoll: select.epoll | None = None
         self._fds: dict[int, PortState] = {}
+        self._flushes: list[Callable[[], bool]] = []  # ports' flush (transmit rings)
+        self._rx_rings: list[tuple[int, RxRing]] = []   # (fd, receive ring) of ports with one
         self._cpu: CpuPort | None = None
         self.realtime = RealtimeGuard(self.options.realtime_priority)
         if self.options.cpu_port is not None:
@@ -85,7 +94,12 @@ class Switch:
 
         def add() -> None:
             ps = self.dataplane.add_port(number, backend, cfg, self.options.pcap_dir)
+            if getattr(backend, "tx_ring", None) is not None:
+                self._flushes.append(backend.flush)
             fd = backend.fileno()
+            ring = getattr(backend, "rx_ring", None)
+            if fd is not None and ring is not None:
+                self._rx_rings.append((fd, ring))
             if fd is not None:
                 self._fds[fd] = ps
                 if self._epoll is not None:
@@ -97,7 +111,7 @@ class Switch:
     def open_interface(self, number: int, iface: str, config: PortConfig | None = None) -> None:
         """Add port ``number`` on network interface ``iface`` (AF_PACKET)."""
         try:
-            backend = RawPort(iface, ring=self.options.rx_ring)
+            backend = RawPort(iface, ring=self.options.rx_ring, tx_ring=self.options.tx_ring)
         except OSError as exc:
             raise SwitchError(f"port {number}: cannot open interface {iface}: {exc.strerror or exc}") \
                 from None
@@ -304,6 +318,9 @@ class Switch:
         assert ep is not None
         epfd = ep.fileno()
         fds = self._fds
+        flushes = self._flushes
+        rx_rings = self._rx_rings
+        run_due = dp.run_due
         calls = self._calls
         empty: dict[int, int] = {}
         next_tick = clock() + HOUSEKEEPING_S
@@ -317,7 +334,7 @@ class Switch:
         while not self._stopping:
             try:
                 now = clock()
-                dp.run_due(now)
+                run_due(now)
                 if calls:
                     self._run_calls()
                 if now >= series.next_t:
@@ -332,17 +349,25 @@ class Switch:
                         if summary != last_summary:
                             self.log.debug("drops: %s", summary)
                             last_summary = summary
+                for flush in flushes:  # what this turn sent leaves now
+                    flush()
                 events = ep.poll(0)
                 if not events:
                     deadline = dp.next_deadline()
                     wait = min(next_tick, series.next_t) - clock()
                     if deadline is not None:
                         wait = min(wait, deadline - clock())
+                    holes = [fd for fd, ring in rx_rings if ring.hole_pending]
+                    if holes and wait > HOLE_WAIT_S:
+                        wait = HOLE_WAIT_S
                     if wait > 0:
-                        if not select.select((epfd,), (), (), wait)[0]:
+                        if select.select((epfd,), (), (), wait)[0]:
+                            events = ep.poll(0)
+                        elif holes:  # not readable, frames behind a hole: look again
+                            events = [(fd, 0) for fd in holes]
+                        else:
                             continue
-                        events = ep.poll(0)
-                for fd, _mask in events:
+                for fd, mask in events:
                     ps = fds.get(fd)
                     if ps is None:
                         try:
@@ -353,7 +378,8 @@ class Switch:
                     recv = ps.backend.recv
                     frame = recv()
                     if frame is None:
-                        self._empty_wakeup(ps, fd, empty)
+                        if mask:
+                            self._empty_wakeup(ps, fd, empty)
                         continue
                     empty.pop(fd, None)
                     budget = BATCH
@@ -361,17 +387,20 @@ class Switch:
                         now = clock()
                         rx(ps, frame, now)
                         budget -= 1
-                        # A departure fell due: send it before reading on (the
-                        # rest waits in the ring; epoll says so next turn).
-                        if not budget or due(now):
+                        if not budget:
                             break
+                        if due(now):  # a departure fell due: on time, between two frames
+                            run_due(now)
                         frame = recv()
                         if frame is None:
                             break
-                    if due(clock()):
-                        break
+                    now = clock()
+                    if due(now):
+                        run_due(now)
             except Exception:  # a bug must not take the data plane down
                 self.log.exception("data plane: unexpected error")
+        for flush in flushes:  # nothing sent stays in a ring when the loop stops
+            flush()
 
     def _empty_wakeup(self, ps: PortState, fd: int, empty: dict[int, int]) -> None:
         count = empty.get(fd, 0) + 1
