@@ -89,6 +89,8 @@ class Layouts:
     def new_value(self, t: Type) -> str:
         """Python expression creating a fresh default value of type ``t``
         (zero for scalars, invalid for headers)."""
+        if isinstance(t, (StructType, TupleType)):
+            return f"mk_{self.class_name(t)}()"
         if is_aggregate(t):
             return f"{self.class_name(t)}()"
         if isinstance(t, BoolType):
@@ -131,12 +133,14 @@ class Layouts:
 
     def _struct_class(self, name: str, fields: list[tuple[str, Type]]) -> str:
         slots = [py_ident(n) for n, _ in fields]
-        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
-        lines.append("    def __init__(self):")
-        if not fields:
-            lines.append("        pass")
+        # Made by ``mk_<name>()``, a plain function (cheaper to call than
+        # a class whose __init__ is Python code): every field set.
+        lines = [f"def mk_{name}():", f"    o = {name}()"]
         for (_, ft), s in zip(fields, slots):
-            lines.append(f"        self.{s} = {self.new_value(ft)}")
+            lines.append(f"    o.{s} = {self.new_value(ft)}")
+        lines.append("    return o")
+        lines.append(f"class {name}:")
+        lines.append(f"    __slots__ = {tuple(slots)!r}")
         lines.append("    def _cp(self):")
         lines.append(f"        o = {name}.__new__({name})")
         for (_, ft), s in zip(fields, slots):
