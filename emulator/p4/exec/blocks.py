@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 from emulator.p4 import ir
 from emulator.p4.exec import externs as rt
@@ -32,6 +33,12 @@ class CompiledBlocks:
     def class_for(self, t: object) -> type:
         """The generated class of an aggregate type used by a block parameter."""
         return self.namespace[self.class_names[t]]  # type: ignore[return-value]
+
+    def maker_for(self, t: object) -> "Callable[[], object]":
+        """What makes a fresh value of an aggregate type (zero fields,
+        invalid headers): ``mk_<class>`` for a struct, else the class."""
+        name = self.class_names[t]
+        return self.namespace.get("mk_" + name) or self.namespace[name]  # type: ignore[return-value]
 
     def frame(self, block: ir.Control | ir.Parser) -> object:
         return self.frame_classes[id(block)]()

@@ -345,9 +345,8 @@ class Codegen(StatementCodegen):
         return "(" + "".join(self.expr(x) + ", " for x in e.elements) + ")"
 
     def _x_StructExpr(self, e: ir.StructExpr) -> str:
-        cls = self.layouts.class_name(e.type)
         tmp = self.fresh("agg")
-        self.pre.append(f"{tmp} = {cls}()")
+        self.pre.append(f"{tmp} = {self.layouts.new_value(e.type)}")
         for name, value in e.fields:
             code = self.expr(value)
             if is_aggregate(value.type) and not is_fresh(value):

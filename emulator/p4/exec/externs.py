@@ -274,20 +274,13 @@ class PacketContext:
     metadata: clone/resubmit/recirculate requests, digests, truncation, the
     checksum error, direct-meter colours and log messages.
 
-    What a packet rarely sets is a class-level default (None, 0, empty),
-    so a context costs one allocation and four stores; digests, logs and
-    colours get their containers on first use."""
+    Every slot is written here (the pipeline reads most of them for every
+    packet), but digests, logs and colours get their containers only on
+    first use."""
 
-    clone: tuple[int, int, int] | None = None
-    resubmit: int | None = None
-    recirculate: int | None = None
-    truncate: int | None = None
-    digests: "tuple | list[tuple[str, object]]" = ()
-    logs: "tuple | list[str]" = ()
-    meter_color: dict[int, int] | None = None
-    checksum_error = 0
-    payload = b""
-    sm: object = None
+    __slots__ = ("length", "now_us", "rng", "clone", "resubmit", "recirculate",
+                 "truncate", "digests", "checksum_error", "logs", "meter_color",
+                 "payload", "sm", "length_reg")
 
     def __init__(self, length: int, now_us: float, rng: _random.Random) -> None:
         self.length = length
@@ -296,6 +289,16 @@ class PacketContext:
         self.length_reg = length
         self.now_us = now_us
         self.rng = rng
+        self.clone: tuple[int, int, int] | None = None
+        self.resubmit: int | None = None
+        self.recirculate: int | None = None
+        self.truncate: int | None = None
+        self.digests: tuple | list[tuple[str, object]] = ()
+        self.checksum_error = 0
+        self.logs: tuple | list[str] = ()
+        self.meter_color: dict[int, int] | None = None
+        self.payload = b""
+        self.sm: object = None
 
     def digest(self, name: str, value: object) -> None:
         if not self.digests:

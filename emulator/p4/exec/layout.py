@@ -5,8 +5,10 @@ class attributes (invalid, zero: a new header is one allocation), plus
 methods specialised to its layout: ``_ext`` (extract from a cursor, one
 :mod:`struct` call for a fixed-width header), ``_emit`` (append bytes),
 ``_cp`` (copy), ``_eq``, ``_zero`` (``setValid`` of an invalid header). A
-struct becomes a class holding its fields (scalars default to class
-attributes, nested aggregates constructed eagerly). A stack is a
+struct becomes a class with ``__slots__`` holding its fields (nested
+aggregates constructed eagerly): read on every packet, its fields are all
+written when it is made (a field left to a class default reads several
+times slower). A stack is a
 list of elements plus ``nxt`` (nextIndex). Scalars (bit, int, bool, enum,
 error) are plain Python ints/bools everywhere.
 """
@@ -87,6 +89,8 @@ class Layouts:
     def new_value(self, t: Type) -> str:
         """Python expression creating a fresh default value of type ``t``
         (zero for scalars, invalid for headers)."""
+        if isinstance(t, (StructType, TupleType)):
+            return f"mk_{self.class_name(t)}()"
         if is_aggregate(t):
             return f"{self.class_name(t)}()"
         if isinstance(t, BoolType):
@@ -128,18 +132,15 @@ class Layouts:
         return "\n".join(lines)
 
     def _struct_class(self, name: str, fields: list[tuple[str, Type]]) -> str:
-        """A struct (or tuple): scalar fields are class-level defaults,
-        aggregate fields are made per instance."""
         slots = [py_ident(n) for n, _ in fields]
-        lines = [f"class {name}:"]
+        # Made by ``mk_<name>()``, a plain function (cheaper to call than
+        # a class whose __init__ is Python code): every field set.
+        lines = [f"def mk_{name}():", f"    o = {name}()"]
         for (_, ft), s in zip(fields, slots):
-            if not is_aggregate(ft):
-                lines.append(f"    {s} = {self.new_value(ft)}")
-        aggregates = [(ft, s) for (_, ft), s in zip(fields, slots) if is_aggregate(ft)]
-        if aggregates:
-            lines.append("    def __init__(self):")
-            for ft, s in aggregates:
-                lines.append(f"        self.{s} = {self.new_value(ft)}")
+            lines.append(f"    o.{s} = {self.new_value(ft)}")
+        lines.append("    return o")
+        lines.append(f"class {name}:")
+        lines.append(f"    __slots__ = {tuple(slots)!r}")
         lines.append("    def _cp(self):")
         lines.append(f"        o = {name}.__new__({name})")
         for (_, ft), s in zip(fields, slots):
@@ -162,10 +163,7 @@ class Layouts:
         for (_, ft), s in zip(fields, slots):
             terms.append(f"self.{s}._eq(o.{s})" if is_aggregate(ft) else f"self.{s} == o.{s}")
         lines.append("        return " + (" and ".join(terms) if terms else "True"))
-        lines.append("    def _set(self, o):")
-        lines.extend(f"        self.{s} = o.{s}" for s in slots)
-        if not slots:
-            lines.append("        pass")
+        lines.extend(_SET_METHOD)
         return "\n".join(lines)
 
 

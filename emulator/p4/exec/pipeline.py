@@ -155,9 +155,9 @@ class V1ModelPipeline:
         (self._f_parser, self._f_verify, self._f_ingress, self._f_egress, self._f_compute,
          self._f_deparser) = fns
         self._Frame = self.compiled.namespace["PacketFrame"]
-        self._Hdr = self.compiled.class_for(self._types["hdr"])
-        self._Meta = self.compiled.class_for(self._types["meta"])
-        self._Sm = self.compiled.class_for(self._types["sm"])
+        self._Hdr = self.compiled.maker_for(self._types["hdr"])
+        self._Meta = self.compiled.maker_for(self._types["meta"])
+        self._Sm = self.compiled.maker_for(self._types["sm"])
         fns = self.compiled.action_fns
         for table in self.tables.values():
             table.bind(fns)  # type: ignore[arg-type]
