@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import socket
+import struct
 from collections import deque
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -53,7 +54,7 @@ from emulator.traffic.agent.pfc import MAX_PAUSE_INTERVALS, PauseState
 from emulator.traffic.agent.qp import REQUEST_OPCODES
 from emulator.traffic.agent.stats import MAX_SERIES_BINS, NicCounters, SeriesClock
 from emulator.traffic.agent.storm import PauseStorm
-from emulator.traffic.layers.icrc import ROCE_UDP_PORT, icrc_ok
+from emulator.traffic.layers.icrc import ETH_P_IPV4, ROCE_UDP_PORT, icrc_ok
 from emulator.traffic.layers.opcodes import CNP, EXT_HEADER_BYTES, EXT_HEADERS, RC_ACKNOWLEDGE
 from emulator.traffic.layers.pfc import NUM_PRIORITIES, pfc_pause_quanta
 from emulator.traffic.roce import RoceFormatError, parse
@@ -63,7 +64,10 @@ if TYPE_CHECKING:
 
 _IPV4 = b"\x08\x00"
 _MAC_CONTROL = b"\x88\x08"
-_ROCE_PORT = ROCE_UDP_PORT.to_bytes(2, "big")
+# EtherType, IPv4 version/IHL, TOS, total length, protocol, destination;
+# UDP destination port; BTH opcode, flags, (FECN/BECN/reserved, dest QP),
+# (AckReq, PSN); the first byte after the BTH (an AETH's syndrome)
+_COMMON = struct.Struct("!12xHBBH5xB6x4s2xH4xBB2xIIB")
 # Ethernet + IPv4 (no options) + UDP + BTH + ICRC: the shortest RoCEv2 frame.
 _MIN_ROCE = 14 + 20 + 8 + 12 + 4
 # From the end of the IPv4 datagram back to the extended headers: ICRC, then
@@ -237,43 +241,43 @@ class Nic:
         c.rx_packets += 1
         n = len(frame)
         c.rx_bytes += n
-        if frame[12:14] == _IPV4:
+        if n >= _MIN_ROCE:
             # The common shape (IPv4 without options, UDP to 4791, an opcode
-            # the agent knows) is read in place; anything else goes through
-            # roce.parse, which says what is wrong with it.
-            if n >= _MIN_ROCE and frame[14] == 0x45 and frame[23] == 17 \
-                    and frame[36:38] == _ROCE_PORT:
-                opcode = frame[42]
+            # the agent knows) is read in place, with one unpack; anything
+            # else goes through roce.parse, which says what is wrong with it.
+            (ethertype, ver_ihl, tos, ip_len, proto, dst_ip, dport, opcode, flags, qp_word,
+             psn_word, syndrome) = _COMMON.unpack_from(frame)
+            if ethertype == ETH_P_IPV4 and ver_ihl == 0x45 and proto == 17 \
+                    and dport == ROCE_UDP_PORT:
                 ext = self._ext_bytes.get(opcode)
-                end = 14 + (frame[16] << 8 | frame[17])
-            else:
-                ext = None
-            if ext is not None and _MIN_ROCE <= end <= n:
-                payload_len = end - _PAYLOAD_MINUS_EXT - ext - (frame[43] >> 4 & 3)
-                if payload_len < 0:
-                    c.other_rx += 1
+                end = 14 + ip_len
+                if ext is not None and _MIN_ROCE <= end <= n:
+                    payload_len = end - _PAYLOAD_MINUS_EXT - ext - (flags >> 4 & 3)
+                    if payload_len < 0:
+                        c.other_rx += 1
+                        return
+                    c.roce_rx += 1
+                    if dst_ip != self._ip_bytes:
+                        c.not_for_us_rx += 1
+                        return
+                    if self.check_icrc and not icrc_ok(frame):
+                        c.bad_icrc_rx += 1
+                        return
+                    qp = self.qp_by_num.get(qp_word & 0xFFFFFF)
+                    if qp is None:
+                        c.unknown_qp_rx += 1
+                        return
+                    if opcode in self._request_opcodes:
+                        qp.on_request(opcode, psn_word & 0xFFFFFF, psn_word >= 0x80000000,
+                                      tos & 3, payload_len, now)
+                    elif opcode == RC_ACKNOWLEDGE:
+                        qp.on_ack(psn_word & 0xFFFFFF, syndrome, now)
+                    elif opcode == CNP:
+                        qp.on_cnp(now)
+                    else:
+                        c.malformed_rx += 1  # an RC opcode this agent does not speak
                     return
-                c.roce_rx += 1
-                if frame[30:34] != self._ip_bytes:
-                    c.not_for_us_rx += 1
-                    return
-                if self.check_icrc and not icrc_ok(frame):
-                    c.bad_icrc_rx += 1
-                    return
-                qp = self.qp_by_num.get(frame[47] << 16 | frame[48] << 8 | frame[49])
-                if qp is None:
-                    c.unknown_qp_rx += 1
-                    return
-                psn = frame[51] << 16 | frame[52] << 8 | frame[53]
-                if opcode in self._request_opcodes:
-                    qp.on_request(opcode, psn, frame[50] >= 0x80, frame[15] & 3, payload_len, now)
-                elif opcode == RC_ACKNOWLEDGE:
-                    qp.on_ack(psn, frame[54], now)
-                elif opcode == CNP:
-                    qp.on_cnp(now)
-                else:
-                    c.malformed_rx += 1  # an RC opcode this agent does not speak
-                return
+        if frame[12:14] == _IPV4:
             try:
                 view = parse(frame, check_icrc=self.check_icrc)
             except RoceFormatError:
