@@ -241,28 +241,32 @@ class V1ModelPipeline:
         """Run one packet received on ``port`` through ingress and egress
         with no queueing; returns what leaves the switch."""
         total = ProcessResult()
-        pending = [(port, data, NORMAL, {})]
-        passes = 0
-        while pending:
-            passes += 1
+        pending: list[tuple[int, bytes, int, dict | None]] = [(port, data, NORMAL, None)]
+        # Both lists grow while they are walked: recirculated packets and
+        # E2E clones join the end, in order.
+        for passes, (in_port, in_data, itype, preserved) in enumerate(pending, start=1):
             if passes > MAX_PASSES:
-                total.dropped += len(pending)
+                total.dropped += len(pending) - passes + 1
                 break
-            in_port, in_data, itype, preserved = pending.pop(0)
-            queued = self._merge(total, self.ingress(in_port, in_data, itype, preserved))
-            while queued:
-                res = self.egress(queued.pop(0))
-                queued.extend(self._merge(total, res))
-                pending.extend(res.recirculate)
+            res = self.ingress(in_port, in_data, itype, preserved)
+            self._merge(total, res)
+            queued = res.queued
+            for item in queued:
+                out = self.egress(item)
+                self._merge(total, out)
+                queued.extend(out.queued)
+                pending.extend(out.recirculate)
         return total
 
     @staticmethod
-    def _merge(total: ProcessResult, res: ProcessResult) -> list[EgressItem]:
-        total.outputs.extend(res.outputs)
+    def _merge(total: ProcessResult, res: ProcessResult) -> None:
+        if res.outputs:
+            total.outputs.extend(res.outputs)
         total.dropped += res.dropped
-        total.digests.extend(res.digests)
-        total.logs.extend(res.logs)
-        return list(res.queued)
+        if res.digests:
+            total.digests.extend(res.digests)
+        if res.logs:
+            total.logs.extend(res.logs)
 
     def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
                 preserved: dict[str, int] | None = None) -> ProcessResult:
