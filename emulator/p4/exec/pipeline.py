@@ -41,6 +41,8 @@ CLONE_I2E, CLONE_E2E = 0, 1
 ROLES = (("pkt_in", "hdr", "meta", "sm"), ("hdr", "meta"), ("hdr", "meta", "sm"),
          ("hdr", "meta", "sm"), ("hdr", "meta"), ("pkt_out", "hdr"))
 MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
+# What egress finds in egress_spec: BMv2 sets it to DROP_PORT + 1, cut to 9 bits.
+EGRESS_SPEC_AT_EGRESS = (DROP_PORT + 1) & 0x1FF
 
 
 class Output:
@@ -101,12 +103,12 @@ class ProcessResult:
                  digests: list[tuple[str, object]] | None = None, logs: list[str] | None = None,
                  queued: list[EgressItem] | None = None,
                  recirculate: list[tuple[int, bytes, int, dict]] | None = None) -> None:
-        self.outputs = [] if outputs is None else outputs
+        self.outputs = outputs or []
         self.dropped = dropped
-        self.digests = [] if digests is None else digests
-        self.logs = [] if logs is None else logs
-        self.queued = [] if queued is None else queued
-        self.recirculate = [] if recirculate is None else recirculate
+        self.digests = digests or []
+        self.logs = logs or []
+        self.queued = queued or []
+        self.recirculate = recirculate or []
 
 
 @dataclass
@@ -452,7 +454,7 @@ class V1ModelPipeline:
         sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF
         sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
         sm.egress_port = port
-        sm.egress_spec = (DROP_PORT + 1) & 0x1FF
+        sm.egress_spec = EGRESS_SPEC_AT_EGRESS
         sm.packet_length = ictx.length_reg & 0xFFFFFFFF
         try:
             self._f_egress(f)
