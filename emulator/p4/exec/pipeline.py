@@ -41,6 +41,8 @@ CLONE_I2E, CLONE_E2E = 0, 1
 ROLES = (("pkt_in", "hdr", "meta", "sm"), ("hdr", "meta"), ("hdr", "meta", "sm"),
          ("hdr", "meta", "sm"), ("hdr", "meta"), ("pkt_out", "hdr"))
 MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
+# What egress finds in egress_spec: BMv2 sets it to DROP_PORT + 1, cut to 9 bits.
+EGRESS_SPEC_AT_EGRESS = (DROP_PORT + 1) & 0x1FF
 
 
 class Output:
@@ -101,12 +103,12 @@ class ProcessResult:
                  digests: list[tuple[str, object]] | None = None, logs: list[str] | None = None,
                  queued: list[EgressItem] | None = None,
                  recirculate: list[tuple[int, bytes, int, dict]] | None = None) -> None:
-        self.outputs = [] if outputs is None else outputs
+        self.outputs = outputs or []
         self.dropped = dropped
-        self.digests = [] if digests is None else digests
-        self.logs = [] if logs is None else logs
-        self.queued = [] if queued is None else queued
-        self.recirculate = [] if recirculate is None else recirculate
+        self.digests = digests or []
+        self.logs = logs or []
+        self.queued = queued or []
+        self.recirculate = recirculate or []
 
 
 @dataclass
@@ -241,28 +243,32 @@ class V1ModelPipeline:
         """Run one packet received on ``port`` through ingress and egress
         with no queueing; returns what leaves the switch."""
         total = ProcessResult()
-        pending = [(port, data, NORMAL, {})]
-        passes = 0
-        while pending:
-            passes += 1
+        pending: list[tuple[int, bytes, int, dict | None]] = [(port, data, NORMAL, None)]
+        # Both lists grow while they are walked: recirculated packets and
+        # E2E clones join the end, in order.
+        for passes, (in_port, in_data, itype, preserved) in enumerate(pending, start=1):
             if passes > MAX_PASSES:
-                total.dropped += len(pending)
+                total.dropped += len(pending) - passes + 1
                 break
-            in_port, in_data, itype, preserved = pending.pop(0)
-            queued = self._merge(total, self.ingress(in_port, in_data, itype, preserved))
-            while queued:
-                res = self.egress(queued.pop(0))
-                queued.extend(self._merge(total, res))
-                pending.extend(res.recirculate)
+            res = self.ingress(in_port, in_data, itype, preserved)
+            self._merge(total, res)
+            queued = res.queued
+            for item in queued:
+                out = self.egress(item)
+                self._merge(total, out)
+                queued.extend(out.queued)
+                pending.extend(out.recirculate)
         return total
 
     @staticmethod
-    def _merge(total: ProcessResult, res: ProcessResult) -> list[EgressItem]:
-        total.outputs.extend(res.outputs)
+    def _merge(total: ProcessResult, res: ProcessResult) -> None:
+        if res.outputs:
+            total.outputs.extend(res.outputs)
         total.dropped += res.dropped
-        total.digests.extend(res.digests)
-        total.logs.extend(res.logs)
-        return list(res.queued)
+        if res.digests:
+            total.digests.extend(res.digests)
+        if res.logs:
+            total.logs.extend(res.logs)
 
     def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
                 preserved: dict[str, int] | None = None) -> ProcessResult:
@@ -448,7 +454,7 @@ class V1ModelPipeline:
         sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF
         sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
         sm.egress_port = port
-        sm.egress_spec = (DROP_PORT + 1) & 0x1FF
+        sm.egress_spec = EGRESS_SPEC_AT_EGRESS
         sm.packet_length = ictx.length_reg & 0xFFFFFFFF
         try:
             self._f_egress(f)
