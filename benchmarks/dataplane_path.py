@@ -73,6 +73,8 @@ class ReplayPipeline:
     def __init__(self, real: Any, port: int, frame: bytes) -> None:
         self.clock_us = getattr(real, "clock_us", None) or real._clock_us
         self.priority_queues = real.priority_queues
+        self.program = real.program   # what a Switch logs when it loads one
+        self.tables = real.tables
         self._ingress = real.ingress(port, frame, 0, None)
         item = self._ingress.queued[0]
         from emulator.p4.exec.pipeline import QueueInfo

@@ -84,9 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rx-ring", action="store_true",
                    help="read frames with recvmsg, one system call each, instead of a "
                         "PACKET_MMAP ring")
-    p.add_argument("--no-tx-ring", action="store_true",
-                   help="send frames with send, one system call each, instead of a "
-                        "PACKET_MMAP ring flushed once a loop turn")
+    p.add_argument("--tx-ring", action="store_true",
+                   help="send frames through a PACKET_MMAP ring flushed once a loop turn "
+                        "instead of one send each (measured slower on veths)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the P4 program's random stream (default 0)")
     p.add_argument("--pfc-to-pipeline", action="store_true",
@@ -124,7 +124,7 @@ def switch_options(args: argparse.Namespace) -> SwitchOptions:
     return SwitchOptions(device_id=args.device_id, priority_queues=args.priority_queues,
                          cpu_port=args.cpu_port, pfc_to_pipeline=args.pfc_to_pipeline,
                          realtime_priority=args.rt_priority, rx_ring=not args.no_rx_ring,
-                         tx_ring=not args.no_tx_ring,
+                         tx_ring=args.tx_ring,
                          default_port=base, port_settings=per_port, pcap_dir=pcap_dir)
 
 

@@ -20,7 +20,8 @@ end has ``name``, ``fileno()`` (a descriptor that polls readable when
   a ``PACKET_MMAP`` receive ring (:mod:`.ring`: no system call per frame,
   the same timestamps and VLAN tags from the ring's slot headers); where
   the ring cannot be set up the port reads with ``recvmsg``. With
-  ``tx_ring`` (default) frames are sent through a ``PACKET_MMAP`` transmit
+  ``tx_ring`` (off by default: on a veth here it costs more CPU per frame
+  than ``send``, see :mod:`.ring`) frames are sent through a ``PACKET_MMAP`` transmit
   ring on a second socket of the interface (:class:`~.ring.TxRing`):
   ``send`` writes the frame into the ring, ``flush`` (the switch's loop
   calls it once a pass and before it waits) hands every frame written
@@ -113,7 +114,7 @@ class RawPort:
     CAP_NET_RAW)."""
 
     def __init__(self, iface: str, *, rcvbuf_bytes: int = 8 << 20, keep_vlan: bool = True,
-                 timestamps: bool = True, ring: bool = True, tx_ring: bool = True) -> None:
+                 timestamps: bool = True, ring: bool = True, tx_ring: bool = False) -> None:
         self.name = iface
         self.errors = 0
         self.last_error: OSError | None = None

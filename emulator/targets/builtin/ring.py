@@ -30,6 +30,14 @@ next flush tries again. ``PACKET_LOSS`` is set so that a frame the kernel
 finds malformed cannot stop the ring; the length checks in ``put`` are
 what the kernel would refuse.
 
+Measured on a veth here (2-core VM, CPU time per 1 KB frame): ``put``
+0.65-0.9 µs and the kernel's share of a flush 1.2-1.4 µs (batches of 8 to
+128), against 1.3-1.7 µs for one ``send``; a switch forwarding on two veths
+spent about 28-32 µs a frame with the ring against 23-28 µs without. The
+system call is not what a frame costs the kernel, so the ring saves
+nothing here and the switch sends with ``send`` unless asked
+(``SwitchOptions.tx_ring``, ``--tx-ring``).
+
 Slots are the smallest power of two that holds an MTU-sized frame with its
 header (2 KB at MTU 1500); the receive ring is about ``ring_bytes`` (8 MB),
 the transmit ring about 2 MB.
@@ -61,7 +69,7 @@ BLOCK_BYTES = 1 << 20
 # struct tpacket2_hdr: status, len, snaplen, mac, net, sec, nsec, vlan_tci, vlan_tpid
 _HDR = struct.Struct("=IIIHHIIHH")
 _STATUS = struct.Struct("=I")
-_LENGTHS = struct.Struct("=II")  # tp_len, tp_snaplen
+_TX_HEADER = struct.Struct("=III")  # tp_status, tp_len, tp_snaplen
 # Where the kernel reads a frame to send in a slot (no PACKET_TX_HAS_OFF):
 # TPACKET2_HDRLEN - sizeof(struct sockaddr_ll) = 52 - 20.
 TX_DATA_OFFSET = 32
@@ -252,8 +260,9 @@ class TxRing:
                 return False
         start = offset + TX_DATA_OFFSET
         ring[start:start + n] = frame
-        _LENGTHS.pack_into(ring, offset + 4, n, n)
-        _STATUS.pack_into(ring, offset, TP_STATUS_SEND_REQUEST)  # last: now the kernel's
+        # Status, tp_len, tp_snaplen in one write: the kernel reads the slot
+        # only in our own flush (a system call, after this returns).
+        _TX_HEADER.pack_into(ring, offset, TP_STATUS_SEND_REQUEST, n, n)
         index = self._index + 1
         self._index = index if index < self.frames else 0
         self.pending += 1
