@@ -26,6 +26,10 @@ def veth():
     run = lambda *a: subprocess.run(a, check=True, capture_output=True, timeout=10)  # noqa: E731
     run("ip", "netns", "add", ns)
     try:
+        # no IPv6 on the veths: a link coming up sends MLD reports, frames
+        # the tests would read as their own
+        run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1")
         run("ip", "netns", "exec", ns, "ip", "link", "add", "rg0", "type", "veth", "peer",
             "name", "rg1")
         for ifname in ("rg0", "rg1"):

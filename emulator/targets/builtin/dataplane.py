@@ -26,10 +26,10 @@ histogram (:class:`~emulator.fidelity.LatenessHistogram`, on the data
 plane's clock at the moment of the send) and the switch's
 :class:`~emulator.fidelity.BehindSeries` (late = beyond one
 :data:`~emulator.fidelity.REFERENCE_FRAME_BYTES` frame time at the port's
-rate). The common case costs two additions: a departure less than 1 µs
-late (the histogram's first bucket) is counted on the port (``on_time``,
-folded into ``late`` when it is read) and added to the behind bin the
-previous departure went to when it falls in the same one. A port with
+rate). Per departure that is a few additions: the port counts lateness per
+whole µs (:class:`~.tally.LatenessTally`, folded into the histogram when
+read) and the departure goes into the behind bin the previous one went to
+when it falls in the same one. A port with
 ``rx_link`` set receives from a peer that hands frames
 over undelayed at the start of their serialisation (a NIC agent): the
 switch realises that direction of the link too, and a received frame enters
@@ -70,6 +70,7 @@ from emulator.targets.builtin.errors import SwitchError, UnknownPortError
 from emulator.targets.builtin.pcap import PcapWriter
 from emulator.targets.builtin.pfc import NUM_PRIORITIES, PauseTimers, parse_pfc, pause_seconds
 from emulator.targets.builtin.ports import DROP_CAUSES, PortCounters
+from emulator.targets.builtin.tally import LatenessTally
 from emulator.targets.builtin.tm import PortQueues, QueueSeries
 
 MAX_LAG_S = 0.02
@@ -83,7 +84,7 @@ class PortState:
 
     __slots__ = ("number", "backend", "config", "counters", "tm", "pfc", "busy", "free_at",
                  "rate_bps", "delay_s", "overhead", "pfc_enabled", "pcap_in", "pcap_out",
-                 "kicking", "_late", "on_time", "frame_us", "given_up_s", "given_up_events",
+                 "kicking", "lateness", "frame_us", "given_up_s", "given_up_events",
                  "rx_link", "arriving", "rx_free_at")
 
     def __init__(self, number: int, backend: Any, config: PortConfig, priority_queues: int) -> None:
@@ -95,8 +96,7 @@ class PortState:
         self.busy = False        # a frame is being serialised (a TX_DONE is pending)
         self.free_at = 0.0       # when the last serialisation ends (virtual time)
         self.kicking = False
-        self._late = LatenessHistogram()
-        self.on_time = 0          # departures on time (< 1 µs late) not yet in ``late``
+        self.lateness = LatenessTally()  # departures' lateness (see ``late``)
         self.given_up_s = 0.0
         self.given_up_events = 0
         self.arriving = 0         # frames on the receive side of an rx_link port
@@ -107,14 +107,8 @@ class PortState:
 
     @property
     def late(self) -> LatenessHistogram:
-        """The lateness histogram of this port's departures (on-time ones,
-        counted cheaply as they happen, folded in)."""
-        late = self._late
-        n = self.on_time
-        if n:
-            self.on_time = 0
-            late.add(LatenessHistogram.from_dict({"count": n, "buckets": {0: n}}))
-        return late
+        """The lateness histogram of this port's departures."""
+        return self.lateness.histogram()
 
     def apply(self, config: PortConfig) -> None:
         self.config = config
@@ -150,8 +144,8 @@ class DataPlane:
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
         self.series = QueueSeries()   # queue-depth time series (see :class:`QueueSeries`)
         self.behind = BehindSeries()  # where the switch fell behind (see the module docstring)
-        # The behind bin the last departure went to (-1: none), so that an
-        # on-time departure in the same bin is one addition.
+        # The behind bin the last departure went to (-1: none), so that the
+        # next ones in the same bin are a few additions.
         self._behind_scale = 1.0 / self.behind.interval_s
         self._behind_bin = -1
         self._behind_row: list[int] = []
@@ -389,17 +383,19 @@ class DataPlane:
         if ps.rate_bps:
             now = self.clock()
             late_s = now - due
-            if late_s * 1e6 < 1.0:
-                # On time (under 1 µs late, the histogram's first bucket):
-                # a count, and one more event in the current behind bin.
-                ps.on_time += 1
-                index = int(now * self._behind_scale)
-                if index == self._behind_bin:
-                    self._behind_row[0] += 1
-                else:
-                    self._behind_event(now, 0, ps.frame_us)
+            late_us = int(late_s * 1e6) if late_s > 0 else 0
+            counts = ps.lateness.counts
+            counts[late_us] = counts.get(late_us, 0) + 1
+            if int(now * self._behind_scale) == self._behind_bin:
+                # BehindSeries.event on the bin the previous departure went to
+                row = self._behind_row
+                row[0] += 1
+                if late_us > ps.frame_us:
+                    row[1] += 1
+                if late_us > row[2]:
+                    row[2] = late_us
             else:
-                self._behind_event(now, ps.late.record_s(late_s), ps.frame_us)
+                self._behind_event(now, late_us, ps.frame_us)
         if not ps.backend.send(frame):
             qc.tx_errors += 1
             ps.counters.drops["tx_error"] += 1
@@ -422,7 +418,7 @@ class DataPlane:
 
     def _behind_event(self, now: float, late_us: int, threshold_us: float) -> None:
         """One departure into the behind series, and the bin it went to
-        remembered (so the next on-time ones in it are one addition)."""
+        remembered (so the next ones in it are a few additions)."""
         behind = self.behind
         behind.event(now, late_us, threshold_us)
         index = int(now * self._behind_scale)
@@ -587,7 +583,7 @@ class DataPlane:
             for prio, qc in enumerate(ps.tm.counters):
                 qc.reset(ps.tm.depth_packets(prio), ps.tm.depth_bytes[prio], qc.in_flight)
             ps.pfc.reset_stats(now)
-            ps.late.reset()
+            ps.lateness.reset()
             ps.given_up_s = 0.0
             ps.given_up_events = 0
             if getattr(ps.backend, "rx_wait", None) is not None:

@@ -15,6 +15,7 @@ end has ``name``, ``fileno()`` (a descriptor that polls readable when
   wire. With ``timestamps`` (default) the kernel stamps each frame as it
   enters the receive path (``SO_TIMESTAMPNS``) and the port measures how
   long it waited before the switch read it (``rx_wait``, a
+  :class:`~.tally.LatenessTally`, read as a
   :class:`~emulator.fidelity.LatenessHistogram`): the time a busy switch
   leaves frames in the socket. With ``ring`` (default) frames are read from
   a ``PACKET_MMAP`` receive ring (:mod:`.ring`: no system call per frame,
@@ -52,8 +53,8 @@ import time
 from collections import deque
 from typing import Callable
 
-from emulator.fidelity import LatenessHistogram
 from emulator.targets.builtin.ring import RxRing, TxRing, interface_mtu
+from emulator.targets.builtin.tally import LatenessTally
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -121,7 +122,7 @@ class RawPort:
         # Protocol 0 receives nothing until bind, so no frame of another
         # interface slips in between socket() and bind().
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-        self.rx_wait: LatenessHistogram | None = LatenessHistogram() if timestamps else None
+        self.rx_wait: LatenessTally | None = LatenessTally() if timestamps else None
         self._ring: RxRing | None = None
         self.tx_ring: TxRing | None = None
         self._tx_sock: socket.socket | None = None
