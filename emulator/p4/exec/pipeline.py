@@ -95,7 +95,11 @@ class EgressItem:
 class ProcessResult:
     """What one call into the pipeline produced: packets out, drops,
     digests and log lines for the control plane, packets for the egress
-    queues and packets to feed back into ingress (recirculation)."""
+    queues and packets to feed back into ingress (recirculation).
+
+    One made with ``ProcessResult()`` holds lists; in one that
+    :meth:`V1ModelPipeline.ingress` or ``egress`` returns, a field with
+    nothing in it may be a shared empty tuple (read it, don't add to it)."""
 
     __slots__ = ("outputs", "dropped", "digests", "logs", "queued", "recirculate")
 
@@ -275,7 +279,7 @@ class V1ModelPipeline:
         """Parser, checksum verification and ingress for one packet, then the
         hand-off: ``result.queued`` holds what goes to egress queues (clones,
         multicast copies, the packet itself); resubmits are run here."""
-        result = ProcessResult()
+        result = _result([])
         preserved = self._ingress(port, data, instance_type, preserved, result)
         passes = 1
         while preserved is not None:
@@ -290,7 +294,7 @@ class V1ModelPipeline:
         """Egress, egress cloning and deparsing for a packet leaving its
         queue. ``result.queued`` holds E2E clones (to be queued again),
         ``result.recirculate`` packets to feed back into :meth:`ingress`."""
-        result = ProcessResult()
+        result = _result(_NOTHING)
         self._egress(item.port, item.pkt, queue if queue is not None else QueueInfo(), result)
         return result
 
@@ -364,9 +368,9 @@ class V1ModelPipeline:
             pass
         sm = f.sm
         if ctx.digests:
-            result.digests.extend(ctx.digests)
+            result.digests = [*result.digests, *ctx.digests]
         if ctx.logs:
-            result.logs.extend(ctx.logs)
+            result.logs = [*result.logs, *ctx.logs]
         queued = result.queued
         if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
             self._clone_i2e(port, data, f, queued)
@@ -462,11 +466,13 @@ class V1ModelPipeline:
             pass
         sm = f.sm  # type: ignore[attr-defined]
         if ctx.digests:
-            result.digests.extend(ctx.digests)
+            result.digests = list(ctx.digests)
         if ctx.logs:
-            result.logs.extend(ctx.logs)
+            result.logs = list(ctx.logs)
         if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
-            self._clone_e2e(f, ctx, result.queued)
+            clones: list[EgressItem] = []
+            self._clone_e2e(f, ctx, clones)
+            result.queued = clones
         if sm.egress_spec == DROP_PORT:
             result.dropped += 1
             return
@@ -486,9 +492,9 @@ class V1ModelPipeline:
             data = data[:ctx.truncate]
         if ctx.recirculate is not None:
             preserved = self._keep(f.meta, ctx.recirculate)  # type: ignore[attr-defined]
-            result.recirculate.append((sm.ingress_port, data, RECIRC, preserved))
+            result.recirculate = [(sm.ingress_port, data, RECIRC, preserved)]
             return
-        result.outputs.append(Output(port, data, sm.instance_type, priority))
+        result.outputs = [Output(port, data, sm.instance_type, priority)]
 
     def _clone_e2e(self, f: object, ctx: PacketContext, queued: list[EgressItem]) -> None:
         _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
@@ -505,6 +511,20 @@ class V1ModelPipeline:
             setattr(c.meta, name, value)  # type: ignore[attr-defined]
         c.sm.instance_type = EGRESS_CLONE  # type: ignore[attr-defined]
         self._send_clone(session, c, queued)
+
+
+_NOTHING: tuple = ()
+_new_object = object.__new__
+
+
+def _result(queued: list[EgressItem] | tuple) -> ProcessResult:
+    """A result for the pipeline to fill: made without ``__init__``, its
+    empty fields one shared tuple (most packets add to one field at most)."""
+    r = _new_object(ProcessResult)
+    r.outputs = r.digests = r.logs = r.recirculate = _NOTHING
+    r.queued = queued
+    r.dropped = 0
+    return r
 
 
 def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
