@@ -11,6 +11,13 @@ Conventions of the generated code:
 - Scalars are ints in range (signed types as signed ints); every arithmetic
   result is wrapped to its width right where it is computed.
 - ``exit`` raises :class:`ExitBlock`; parser errors raise :class:`ParserError`.
+- Frame slots no generated code assigns (``hdr``, ``meta``, ``sm`` of most
+  programs, found by a first pass) are read once into a local ``A_<slot>``
+  by a function that uses them three times or more.
+- Field lists (checksums, hashes) and fixed-width headers move to and from
+  bytes with one :mod:`struct` call (plans in :mod:`.bytepack`); exact and
+  memoised table lookups are one dict get in the table's function;
+  counters and registers are indexed inline.
 """
 
 from __future__ import annotations
