@@ -7,9 +7,9 @@ RoCEv2 WRITE frames of ``--frame-bytes`` enter the host port of srv0/gpu0
 ``dp.receive(port, frame, now); dp.run_due(now)``, so every frame takes the
 whole path: rx → ARRIVE → ingress → cut-through enqueue → egress → TX_DONE
 → DELIVER → transmit (fidelity accounting, the port's send, counters). One
-difference: the egress port (to srv1/gpu0) sends into a :class:`Sink`, not
-the sim's link (which keeps every frame in an engine heap that never runs
-here: calibrate's figure includes that growth).
+difference: the egress port (to srv1/gpu0) sends into a discarding sink, not
+the sim's link (which would keep every frame in an engine heap that never
+runs here); the leaf is calibrate's (:func:`calibration_leaf`).
 
 Two figures, each the least of ``--repeats`` runs of CPU time
 (``time.process_time``: other work on the machine only adds to it):
@@ -37,33 +37,15 @@ import json
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-class Sink:
-    """The egress port's back end here: takes every frame and keeps none
-    (the sim's link end would keep each one in the engine's heap, which
-    never runs here, and the process would grow by every frame sent)."""
+from emulator.scenario.calibrate import calibration_leaf  # noqa: E402
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.sent = 0
-
-    def fileno(self) -> None:
-        return None
-
-    def recv(self) -> None:
-        return None
-
-    def send(self, frame: bytes) -> bool:
-        self.sent += 1
-        return True
-
-    def close(self) -> None:
-        pass
+ROCE_HEADERS = 58  # bytes of a RoCEv2 WRITE frame around its payload (Eth, IPv4, UDP, BTH, ICRC)
 
 
 class ReplayPipeline:
@@ -88,31 +70,6 @@ class ReplayPipeline:
         return self._egress
 
 
-def leaf(frame_bytes: int, workdir: Path):  # type: ignore[no-untyped-def]
-    """(fabric, data plane, host port, frame) of the calibration fabric."""
-    from emulator.sim.engine import Engine
-    from emulator.sim.fabric import SimFabric
-    from emulator.topology import build_topology, spec_from_dict
-    from emulator.traffic.layers.opcodes import RC_RDMA_WRITE_MIDDLE
-    from emulator.traffic.roce import RoceFlow
-
-    topo = build_topology(spec_from_dict({
-        "name": "calibration", "kind": "rail-optimized", "servers": 2, "gpus_per_server": 1,
-        "servers_per_leaf": 2, "spines": 1, "host_link": {"rate": "100Gbps", "delay": "1us"},
-        "fabric_link": {"rate": "100Gbps", "delay": "1us"}}, "<calibration>"))
-    fabric = SimFabric(topo, Engine(), workdir=workdir)
-    fabric.start()
-    a, b = topo.gpu("srv0/gpu0"), topo.gpu("srv1/gpu0")
-    flow = RoceFlow(a.mac, a.gateway_mac, a.ip, b.ip, 0xC001)
-    frame = flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * (frame_bytes - 58))
-    dp = fabric.switches[a.switch].dataplane
-    port = a.switch_port
-    dp.set_port_config(port, {"rx_link": True})
-    egress = dp.port(b.switch_port)
-    egress.backend = Sink(egress.backend.name)
-    return fabric, dp, port, frame
-
-
 def run_frames(dp: Any, port: int, frame: bytes, frames: int, now: float, gap_s: float) -> float:
     receive = dp.receive
     run_due = dp.run_due
@@ -134,18 +91,14 @@ def run_executor(pipe: Any, port: int, frame: bytes, frames: int) -> None:
 
 def measure_executor(frame_bytes: int, frames: int, repeats: int) -> float:
     """Least CPU µs per frame of the executor alone (ingress + egress)."""
-    with tempfile.TemporaryDirectory(prefix="aifabric-dp-") as tmp:
-        fabric, dp, port, frame = leaf(frame_bytes, Path(tmp))
-        try:
-            pipe = dp.pipeline
-            run_executor(pipe, port, frame, 300)
-            best = float("inf")
-            for _ in range(repeats):
-                start = time.process_time()
-                run_executor(pipe, port, frame, frames)
-                best = min(best, time.process_time() - start)
-        finally:
-            fabric.stop()
+    with calibration_leaf(frame_bytes - ROCE_HEADERS) as leaf:
+        pipe, port, frame = leaf.pipeline, leaf.port, leaf.frame
+        run_executor(pipe, port, frame, 300)
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            run_executor(pipe, port, frame, frames)
+            best = min(best, time.process_time() - start)
     return best / frames * 1e6
 
 
@@ -153,29 +106,25 @@ def measure(frame_bytes: int, frames: int, repeats: int, replay: bool,
             profile: int = 0) -> float:
     """Least CPU µs per frame over ``repeats`` runs of ``frames`` through
     the data plane."""
-    with tempfile.TemporaryDirectory(prefix="aifabric-dp-") as tmp:
-        fabric, dp, port, frame = leaf(frame_bytes, Path(tmp))
-        try:
-            if replay:
-                dp.set_pipeline(ReplayPipeline(dp.pipeline, port, frame))
-            gap_s = (frame_bytes + 24) * 8 / 100e9 * 1.5  # each frame leaves before the next
-            now = run_frames(dp, port, frame, 300, 1.0, gap_s)  # warm up
-            if profile:
-                prof = cProfile.Profile()
-                prof.enable()
-                run_frames(dp, port, frame, frames, now, gap_s)
-                prof.disable()
-                pstats.Stats(prof).sort_stats("tottime").print_stats(profile)
-                return 0.0
-            best = float("inf")
-            for _ in range(repeats):
-                start = time.process_time()
-                now = run_frames(dp, port, frame, frames, now, gap_s)
-                best = min(best, time.process_time() - start)
-            sent = sum(p.backend.sent for p in dp.ports.values() if isinstance(p.backend, Sink))
-            assert sent >= frames * repeats, "frames did not leave the switch"
-        finally:
-            fabric.stop()
+    with calibration_leaf(frame_bytes - ROCE_HEADERS) as leaf:
+        dp, port, frame = leaf.dataplane, leaf.port, leaf.frame
+        if replay:
+            dp.set_pipeline(ReplayPipeline(dp.pipeline, port, frame))
+        gap_s = (frame_bytes + 24) * 8 / 100e9 * 1.5  # each frame leaves before the next
+        now = run_frames(dp, port, frame, 300, 1.0, gap_s)  # warm up
+        if profile:
+            prof = cProfile.Profile()
+            prof.enable()
+            run_frames(dp, port, frame, frames, now, gap_s)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(profile)
+            return 0.0
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            now = run_frames(dp, port, frame, frames, now, gap_s)
+            best = min(best, time.process_time() - start)
+        assert leaf.sink.sent >= frames * repeats, "frames did not leave the switch"
     return best / frames * 1e6
 
 

@@ -110,47 +110,29 @@ def per_packet(pipe: V1ModelPipeline, entries: int, packets: int) -> float:
 
 
 def fabric_leaf(packets: int) -> dict[str, float]:
-    """fabric.p4 on a leaf programmed as a scenario programs it: µs per
-    RoCEv2 WRITE frame (1 KB payload) through ingress and egress."""
-    import tempfile
-
+    """fabric.p4 on a leaf programmed as a scenario programs it (the
+    calibration's): µs per RoCEv2 WRITE frame (1 KB payload) through
+    ingress and egress."""
     from emulator.p4.exec.pipeline import QueueInfo
-    from emulator.sim.engine import Engine
-    from emulator.sim.fabric import SimFabric
-    from emulator.topology import build_topology, spec_from_dict
-    from emulator.traffic.layers.opcodes import RC_RDMA_WRITE_MIDDLE
-    from emulator.traffic.roce import RoceFlow
+    from emulator.scenario.calibrate import calibration_leaf
 
-    topo = build_topology(spec_from_dict({
-        "name": "bench", "kind": "rail-optimized", "servers": 2, "gpus_per_server": 1,
-        "servers_per_leaf": 2, "spines": 1, "host_link": {"rate": "100Gbps", "delay": "1us"},
-        "fabric_link": {"rate": "100Gbps", "delay": "1us"}}, "<benchmark>"))
-    with tempfile.TemporaryDirectory(prefix="aifabric-bench-") as tmp:
-        fabric = SimFabric(topo, Engine(), workdir=Path(tmp))
-        fabric.start()
-        try:
-            a, b = topo.gpu("srv0/gpu0"), topo.gpu("srv1/gpu0")
-            flow = RoceFlow(a.mac, a.gateway_mac, a.ip, b.ip, 0xC001)
-            frame = flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * 1024)
-            pipe = fabric.switches[a.switch].dataplane.pipeline
-            port = a.switch_port
-            ingress, egress = pipe.ingress, pipe.egress
-            out = egress(ingress(port, frame).queued[0], QueueInfo()).outputs
-            if len(out) != 1:
-                raise SystemExit("fabric.p4 did not forward the benchmark frame")
+    with calibration_leaf() as leaf:
+        pipe, port, frame = leaf.pipeline, leaf.port, leaf.frame
+        ingress, egress = pipe.ingress, pipe.egress
+        out = egress(ingress(port, frame).queued[0], QueueInfo()).outputs
+        if len(out) != 1:
+            raise SystemExit("fabric.p4 did not forward the benchmark frame")
 
-            def through(n: int) -> None:
-                for _ in range(n):
-                    for item in ingress(port, frame).queued:
-                        egress(item, QueueInfo(0, 0, None))
+        def through(n: int) -> None:
+            for _ in range(n):
+                for item in ingress(port, frame).queued:
+                    egress(item, QueueInfo(0, 0, None))
 
-            def process(n: int) -> None:
-                for _ in range(n):
-                    pipe.process(port, frame)
-            return {"fabric_us_per_packet": least_cpu_us(through, packets),
-                    "fabric_process_us": least_cpu_us(process, packets)}
-        finally:
-            fabric.stop()
+        def process(n: int) -> None:
+            for _ in range(n):
+                pipe.process(port, frame)
+        return {"fabric_us_per_packet": least_cpu_us(through, packets),
+                "fabric_process_us": least_cpu_us(process, packets)}
 
 
 def main() -> int:

@@ -34,9 +34,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_AGE_S = 7 * 24 * 3600
@@ -126,8 +127,27 @@ def measure(key: str = "") -> Calibration:
                        cores=machine_cores())
 
 
-def measure_switch_us(frames: int = 3000) -> float:
-    """CPU µs per frame through a programmed fabric.p4 leaf's data plane."""
+@dataclass
+class Leaf:
+    """The leaf the switch figure is measured on: fabric.p4 on the
+    srv0/gpu0 ↔ srv1/gpu0 leaf of a two-server virtual-time fabric,
+    programmed by the controller; ``frame`` a RoCEv2 WRITE from srv0/gpu0
+    entering ``port`` (its receive side as a live host port's); the far
+    port sends into ``sink``, which counts and keeps nothing (the sim's
+    link would keep every frame in an engine heap that never runs here)."""
+
+    dataplane: Any
+    port: int
+    frame: bytes
+    sink: "Discard"
+
+    @property
+    def pipeline(self) -> Any:
+        return self.dataplane.pipeline
+
+
+@contextmanager
+def calibration_leaf(payload_bytes: int = 1024) -> Iterator[Leaf]:
     from emulator.sim.engine import Engine
     from emulator.sim.fabric import SimFabric
     from emulator.topology import build_topology, spec_from_dict
@@ -144,40 +164,44 @@ def measure_switch_us(frames: int = 3000) -> float:
         try:
             a, b = topo.gpu("srv0/gpu0"), topo.gpu("srv1/gpu0")
             flow = RoceFlow(a.mac, a.gateway_mac, a.ip, b.ip, 0xC001)
-            frame = flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * 1024)
+            frame = flow.packet(RC_RDMA_WRITE_MIDDLE, 0x100, 1, b"\x00" * payload_bytes)
             dp = fabric.switches[a.switch].dataplane
-            port = a.switch_port
-            dp.set_port_config(port, {"rx_link": True})  # as a live host port receives
-            # The far port sends into nothing: the sim's link would keep every
-            # frame in the engine's heap (which never runs here) and the
-            # process would grow by each one.
+            dp.set_port_config(a.switch_port, {"rx_link": True})  # as a live host port receives
             out = dp.port(b.switch_port)
-            out.backend = _Discard(out.backend.name)
-            gap = 1e-6  # 100 Gb/s: each frame leaves before the next one comes
-            now = 1.0
-            for _ in range(200):  # warm up (memoised lookups, caches)
+            out.backend = sink = Discard(out.backend.name)
+            yield Leaf(dp, a.switch_port, frame, sink)
+        finally:
+            fabric.stop()
+
+
+def measure_switch_us(frames: int = 3000) -> float:
+    """CPU µs per frame through a programmed fabric.p4 leaf's data plane."""
+    with calibration_leaf() as leaf:
+        dp, port, frame = leaf.dataplane, leaf.port, leaf.frame
+        gap = 1e-6  # 100 Gb/s: each frame leaves before the next one comes
+        now = 1.0
+        for _ in range(200):  # warm up (memoised lookups, caches)
+            now += gap
+            dp.receive(port, frame, now)
+            dp.run_due(now)
+        best = float("inf")
+        for _ in range(REPEATS):  # the least of a few: other work only adds to it
+            start = time.process_time()
+            for _ in range(frames):
                 now += gap
                 dp.receive(port, frame, now)
                 dp.run_due(now)
-            best = float("inf")
-            for _ in range(REPEATS):  # the least of a few: other work only adds to it
-                start = time.process_time()
-                for _ in range(frames):
-                    now += gap
-                    dp.receive(port, frame, now)
-                    dp.run_due(now)
-                best = min(best, time.process_time() - start)
-            elapsed = best
-        finally:
-            fabric.stop()
-    return elapsed / frames * 1e6
+            best = min(best, time.process_time() - start)
+    return best / frames * 1e6
 
 
-class _Discard:
-    """A port back end that takes every frame and keeps none."""
+class Discard:
+    """A port back end that takes every frame and keeps none (``sent``
+    counts them)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.sent = 0
 
     def fileno(self) -> None:
         return None
@@ -186,6 +210,7 @@ class _Discard:
         return None
 
     def send(self, frame: bytes) -> bool:
+        self.sent += 1
         return True
 
     def close(self) -> None:
