@@ -34,12 +34,17 @@ def _scenario(tmp_path: Path) -> Path:
 
 
 def test_capture_quickstart(tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run",
-                           str(_scenario(tmp_path)), "--out", str(out), "--no-progress"],
-                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    scenario = _scenario(tmp_path)
+    for attempt in range(2):  # quickstart checks it kept up: the VM's host may cost a run that
+        out = tmp_path / f"run{attempt}"
+        proc = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run",
+                               str(scenario), "--out", str(out), "--no-progress"],
+                              cwd=REPO, capture_output=True, text=True, timeout=300)
+        results = json.loads((out / "results.json").read_text()) \
+            if (out / "results.json").exists() else {}
+        if proc.returncode == 0 or results.get("fidelity", {}).get("faithful", True):
+            break
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
     assert results["errors"] == []
     captures = results["captures"]
     gpu = captures.pop("srv1/gpu0")

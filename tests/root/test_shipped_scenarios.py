@@ -33,13 +33,17 @@ def test_scenarios_shipped():
 # 2-core machine schedules the Python switches and agents: a scenario gets
 # one more run if the first misses only such a check.
 STATISTICAL = {"totals.goodput_spread"}
+# A run here is not faithful now and then whatever its time scale (the VM's
+# host takes a core away for tens of ms: lag given up, multi-ms lateness):
+# a scenario must keep up in one of three runs.
+ATTEMPTS = 3
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_scenario_expectations_hold(name, tmp_path):
     scenario = load_scenario(SCENARIOS / name)
     assert scenario.expect_checks, f"{name} states no machine-checkable expectation"
-    for attempt in range(2):
+    for attempt in range(ATTEMPTS):
         results = run_scenario(scenario, tmp_path / f"out{attempt}", progress=False)
         assert results["partial"] is False and results["errors"] == [], results["errors"]
         for png in ("queue_depth.png", "flow_rates.png", "pauses.png", "ecn_cnp.png",
@@ -52,8 +56,8 @@ def test_shipped_scenario_expectations_hold(name, tmp_path):
         if faithful and (not failed or any(c["metric"] not in STATISTICAL for c in failed)):
             break
     # the defaults keep up here (time_scale: auto); another run sharing the
-    # machine can still cost one attempt its fidelity, hence the second
-    assert faithful, f"{name}: not faithful twice: {results['fidelity']['reasons']}"
+    # machine, or the VM's host, can still cost an attempt its fidelity
+    assert faithful, f"{name}: not faithful {ATTEMPTS} times: {results['fidelity']['reasons']}"
     assert not failed, f"{name}: {failed}; totals {results['totals']}"
     assert len(results["checks"]) == len(scenario.expect_checks)
 
