@@ -85,6 +85,9 @@ def fidelity_parts(results: Mapping[str, Any]) -> list[Any]:
             ("receive overruns", str(f.get("rx_overruns", "n/a"))),
             ("CPU busy (mean / max)", f"{_pct(f.get('cpu_busy'))} / {_pct(f.get('cpu_busy_max'))}"
                                       f" of {f.get('cores', '?')} cores")]
+    if f.get("cpu_steal") is not None:
+        rows.append(("CPU the host took (steal)",
+                     f"{100 * f['cpu_steal']:.1f} % / {100 * (f.get('cpu_steal_max') or 0):.1f} %"))
     choice = results.get("time_scale_choice")
     if choice:
         rows.append(("time scale", describe_choice(choice)))

@@ -23,6 +23,7 @@ from emulator.scenario import load_scenario
 from emulator.scenario.loader import scenario_from_dict
 from emulator.scenario.results import check_invariants
 from emulator.scenario.runner import run_scenario
+from tests.root.host_noise import skip_if_the_host_stalled
 
 pytestmark = pytest.mark.root
 
@@ -63,6 +64,7 @@ def test_the_same_with_time_scale_auto_is_faithful_and_lossless(tmp_path):
     results = run_scenario(scenario, tmp_path / "auto", progress=False)
     f = results["fidelity"]
     assert results["time_scale_choice"]["mode"] == "auto"
+    skip_if_the_host_stalled(results, "the overloaded scenario under auto")
     assert f["faithful"] is True, f["reasons"]
     assert results["totals"]["drops"] == 0 and results["totals"]["flows_incomplete"] == 0
     check_invariants(results)

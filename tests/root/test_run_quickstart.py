@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from emulator.scenario.results import check_invariants
+from tests.root.host_noise import skip_if_the_host_stalled
 
 pytestmark = pytest.mark.root
 
@@ -37,10 +38,12 @@ def test_run_quickstart(tmp_path):
     clock = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run",
                            "scenarios/quickstart.yaml", "--out", str(out), "--no-progress"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+                          cwd=REPO, capture_output=True, text=True, timeout=240)
     elapsed = time.monotonic() - clock
+    if (out / "results.json").exists():
+        skip_if_the_host_stalled(json.loads((out / "results.json").read_text()), "quickstart")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert elapsed < 120  # time_scale auto: about 30 s of traffic on 2 cores
+    assert elapsed < 240  # time_scale auto: about 60 s of traffic on 2 cores
     results = json.loads((out / "results.json").read_text())
     assert {"scenario", "target", "topology", "duration_s", "partial", "flows", "switches",
             "hosts", "totals", "checks"} <= set(results)

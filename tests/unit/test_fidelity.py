@@ -281,3 +281,22 @@ def test_the_fix_names_a_time_scale_and_what_auto_chose():
     f = {"faithful": False, "suggested_time_scale": 8, "cpu_busy": 0.5}
     assert "time_scale: 8 in the scenario" in fix_line(f, 4)
     assert "auto chose 4" in fix_line(f, 4, auto=True) and "--time-scale 8" in fix_line(f, 4, True)
+
+
+def test_steal_is_measured_apart_and_the_fix_names_the_host(tmp_path):
+    from emulator.scenario.fidelity import fix_line
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal
+    stat.write_text("cpu 100 0 50 800 10 0 0 40 0 0\n")
+    sampler = CpuSampler(interval_s=10.0, path=str(stat)).start()
+    stat.write_text("cpu 200 0 100 1500 20 0 0 180 0 0\n")
+    sampler.stop()
+    got = sampler.result()
+    # 1000 jiffies passed, 140 of them stolen; steal counts as busy
+    assert got["cpu_steal"] == pytest.approx(0.14) and got["cpu_steal_max"] == pytest.approx(0.14)
+    assert got["cpu_busy"] == pytest.approx((1000 - 710) / 1000)
+    unfaithful = {"faithful": False, "cpu_busy": 0.3, "cpu_steal": 0.028, "cpu_steal_max": 0.2,
+                  "suggested_time_scale": 20}
+    line = fix_line(unfaithful, 10, auto=True)
+    assert "hypervisor took 2.8 %" in line and "no time scale" in line
+    assert "--time-scale 20" in fix_line({**unfaithful, "cpu_steal": 0.001}, 10, auto=True)
