@@ -10,12 +10,13 @@ from typing import Any, Mapping
 
 import pytest
 
-from emulator.scenario.fidelity import STEAL_NOTABLE
+from emulator.scenario.fidelity import host_stalled
 
 
 def skip_if_the_host_stalled(results: Mapping[str, Any], what: str) -> None:
     fidelity = results.get("fidelity") or {}
     steal = fidelity.get("cpu_steal") or 0.0
-    if fidelity.get("faithful") is False and steal >= STEAL_NOTABLE:
+    if fidelity.get("faithful") is False and host_stalled(fidelity):
         pytest.skip(f"{what} not judged: the VM's host took {100 * steal:.1f} % of the CPU "
-                    f"during the run (steal); {(fidelity.get('reasons') or ['?'])[0]}")
+                    f"during the run ({100 * (fidelity.get('cpu_steal_max') or 0):.0f} % of one "
+                    f"interval; steal); {(fidelity.get('reasons') or ['?'])[0]}")
