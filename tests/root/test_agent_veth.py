@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from emulator.fidelity import LatenessHistogram
 from scapy.compat import raw
 
 from emulator.traffic.agent.control import AgentClient
@@ -183,8 +185,16 @@ def test_a_1mb_write_completes_at_the_nic_rate(agents):
     print(f"\n1 MB WRITE: FCT {rec['fct_s']:.4f} s, wire {wire_bps / 1e6:.3f} Mb/s, "
           f"goodput {goodput_bps / 1e6:.3f} Mb/s (expected {expected_goodput / 1e6:.3f})")
     assert rec["status"] == "ok" and qa["retransmit_packets"] == 0
-    assert wire_bps == pytest.approx(RATE_BPS, rel=0.05)
-    assert goodput_bps == pytest.approx(expected_goodput, rel=0.05)
+    # The rate is judged only when the sender kept up (p99 lateness of its
+    # turns within one 1500 B frame time at 10 Mb/s): on a busy machine a
+    # live rate measures the machine. The same rate in virtual time, always:
+    # tests/unit/test_agent_pacing.py::test_a_nic_sends_at_its_line_rate.
+    late_p99_us = LatenessHistogram.from_dict(sa["fidelity"]["late"]).percentile_us(0.99)
+    if late_p99_us is not None and late_p99_us <= 1500 * 8 / RATE_BPS * 1e6:
+        assert wire_bps == pytest.approx(RATE_BPS, rel=0.05)
+        assert goodput_bps == pytest.approx(expected_goodput, rel=0.05)
+    else:
+        print(f"rate not judged: the sender ran {late_p99_us} µs late at p99 (machine busy)")
     assert sb["messages"]["received"][0]["size"] == size
     assert sb["qps"][0]["counters"]["payload_bytes_rx"] == size
     # no ICMP or anything else from the kernels: RoCE and nothing but RoCE
