@@ -7,7 +7,6 @@ its Python function; the pipeline and the control plane use it.
 
 from __future__ import annotations
 
-import re
 import struct
 from dataclasses import dataclass
 from typing import Callable
@@ -63,12 +62,7 @@ class ModuleBuilder:
         self.value_sets = value_sets
         self.errors = errors
         self.roles = roles
-        self._start(frozenset())
-
-    def _start(self, alias_slots: frozenset[str]) -> None:
-        """A fresh generator (for the first pass or the second)."""
-        self.gen = Codegen(Layouts(), self.lowering)
-        self.gen.alias_slots = alias_slots
+        self.gen = Codegen(Layouts(), lowering)
         self._done: set[int] = set()
         self._frame_slots: dict[int, list[str]] = {}
         self._param_slots: dict[int, list[str]] = {}
@@ -77,23 +71,13 @@ class ModuleBuilder:
         self._actions: dict[int, ir.Action] = {}
         self._shared: set[int] = set()
         self._bound: dict[tuple[int, int], str] = {}  # (id(table), aid) → wrapper name
-        for block, names in zip(self.program.package.blocks, self.roles):
+        for block, names in zip(program.package.blocks, roles):
             self._shared.add(id(block))
             for param, name in zip(block.params, names):
                 self.gen.force_name(param, "v", name)
 
     def build(self) -> CompiledBlocks:
         self._generate()
-        # Second pass: frame slots nothing assigns to (``F.hdr`` of most
-        # programs) are read once per function into a local.
-        body = "\n".join(self.gen.lines)
-        assigned = set(_ASSIGNED_SLOT.findall(body))
-        slots = {slot for key in self._frame_slots for slot in self._frame_slots[key]}
-        slots |= {slot for key in self._param_slots for slot in self._param_slots[key]}
-        stable = frozenset(slots - assigned)
-        if stable:
-            self._start(stable)
-            self._generate()
         return self._finish()
 
     def _generate(self) -> None:
@@ -443,9 +427,6 @@ def _stack_at(stack, index):  # type: ignore[no-untyped-def]
     # turns a run-time index into a chain of ifs over the valid indices).
     return stack.hs[0].__class__()
 
-
-# ``F.<slot> =`` (or an augmented assignment) anywhere in generated code.
-_ASSIGNED_SLOT = re.compile(r"\bF\.(\w+)\s*(?:<<|>>|//|[-+*/%&|^])?=(?!=)")
 
 _STACK_HELPERS = {"stack_next": _stack_next, "stack_last": _stack_last, "stack_at": _stack_at}
 

@@ -11,9 +11,6 @@ Conventions of the generated code:
 - Scalars are ints in range (signed types as signed ints); every arithmetic
   result is wrapped to its width right where it is computed.
 - ``exit`` raises :class:`ExitBlock`; parser errors raise :class:`ParserError`.
-- Frame slots no generated code assigns (``hdr``, ``meta``, ``sm`` of most
-  programs, found by a first pass) are read once into a local ``A_<slot>``
-  by a function that uses them three times or more.
 - Field lists (checksums, hashes) and fixed-width headers move to and from
   bytes with one :mod:`struct` call (plans in :mod:`.bytepack`); exact and
   memoised table lookups are one dict get in the table's function;
@@ -22,7 +19,6 @@ Conventions of the generated code:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -96,9 +92,6 @@ class Codegen(StatementCodegen):
         # id(expr) → a temporary already holding its value (lvalue indices
         # evaluated once, before the right side of an assignment).
         self.pinned: dict[int, str] = {}
-        # Frame slots that no generated code assigns (found by a first
-        # pass): functions may hold them in a local, ``A_<slot>``.
-        self.alias_slots: frozenset[str] = frozenset()
 
     # ---- names -----------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -123,10 +116,7 @@ class Codegen(StatementCodegen):
 
     def local_name(self, local: ir.Local) -> str:
         if id(local) in self.scope.frame_locals:
-            slot = self.name_of(local, "v", local.name)
-            if slot in self.alias_slots:
-                return f"A_{slot}"  # run_fn reads it from F once (or puts F.slot back)
-            return f"F.{slot}"
+            return f"F.{self.name_of(local, 'v', local.name)}"
         names = self.scope.names
         if id(local) not in names:
             names[id(local)] = self.fresh(local.name)
@@ -468,27 +458,6 @@ class Codegen(StatementCodegen):
             body()
             if len(self.lines) == start:
                 self.emit("pass")
-            if self.alias_slots:
-                self._alias_reads(start)
-
-    def _alias_reads(self, start: int) -> None:
-        """Frame slots no generated code assigns (see ``alias_slots``) are
-        read from ``F`` once at the top of a function that uses them three
-        times or more; fewer uses go back to ``F.slot``."""
-        text = "\n".join(self.lines[start:])
-        reads = []
-        for slot in sorted(self.alias_slots):
-            alias = f"A_{slot}"
-            if alias not in text:
-                continue
-            pattern = re.compile(rf"\b{alias}\b")
-            uses = len(pattern.findall(text))
-            if uses >= 3:
-                reads.append(f"{self._indent}{alias} = F.{slot}")
-            else:
-                text = pattern.sub(f"F.{slot}", text)
-        if reads or text != "\n".join(self.lines[start:]):
-            self.lines[start:] = reads + text.split("\n")
 
 class _Indent:
     def __init__(self, gen: Codegen) -> None:
