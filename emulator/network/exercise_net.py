@@ -25,17 +25,17 @@ The life cycle (run record, teardown always) is :class:`~.lifecycle.NetworkRun`'
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.network import netlink
-from emulator.network.command import SwitchLaunch, builtin_port_config_text
+from emulator.network.command import LOOPBACK, SwitchLaunch, builtin_port_config_text
 from emulator.network.errors import NetworkError
 from emulator.network.lifecycle import NetworkOptions, NetworkRun, PhaseClock
 from emulator.network.naming import switch_ifalias, switch_ifname
 from emulator.network.nodes import FabricHost, FabricIntf, FabricLink
 from emulator.network.plan import PortPlan
+from emulator.network.process import tcp_port_held
 from emulator.network.record import RunRecord
 
 HOST_IFNAME = "eth0"
@@ -143,13 +143,10 @@ class ExerciseNetwork(NetworkRun):
     def _check_ports_free(self) -> None:
         for switch in self.layout.switches:
             port = self.grpc_port(switch)
-            with socket.socket() as sock:
-                try:
-                    sock.bind(("127.0.0.1", port))
-                except OSError:
-                    raise NetworkError(
-                        f"switch {switch.name}: gRPC port {port} is in use (another exercise "
-                        "still running? 'aifabric clean' removes crashed runs)") from None
+            if tcp_port_held(LOOPBACK, port):
+                raise NetworkError(
+                    f"switch {switch.name}: gRPC port {port} is in use (another exercise "
+                    "still running? 'aifabric clean' removes crashed runs)")
 
     def _plan_ports(self, run_id: str) -> dict[str, tuple[PortPlan, ...]]:
         plans = {}

@@ -159,6 +159,19 @@ def port_open(host: str, port: int, timeout_s: float = 0.2) -> bool:
         return False
 
 
+def tcp_port_held(host: str, port: int) -> bool:
+    """Whether a socket holds ``host:port`` so that a server (binding as gRPC
+    does, with ``SO_REUSEADDR``) could not listen there; a connection of an
+    earlier run left in TIME_WAIT does not count."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+        return False
+
+
 def free_tcp_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """``count`` distinct TCP ports free right now on ``host`` (the kernel's
     choice; another process may still take one before it is used)."""

@@ -1,10 +1,12 @@
-"""Process helpers, the signal guard and the switch monitor (no root; the
-only processes started are short ``sleep``s of this test)."""
+"""Process and port helpers, the signal guard and the switch monitor (no
+root; the only processes started are short ``sleep``s of this test, the
+only sockets on loopback)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,7 +18,7 @@ from emulator.network.errors import FabricInterrupted, SwitchDiedError
 from emulator.network.guard import SignalGuard, SwitchMonitor
 from emulator.network.process import (
     free_tcp_ports, kill_processes, netns_inode, pid_alive, port_open, proc_cmdline,
-    proc_start_time, stop_popen, tail,
+    proc_start_time, stop_popen, tail, tcp_port_held,
 )
 
 
@@ -65,6 +67,26 @@ def test_ports_and_tail(tmp_path):
     log.write_text("".join(f"line {i}\n" for i in range(100)))
     assert tail(log, 3) == "line 97\nline 98\nline 99"
     assert tail(tmp_path / "absent") == ""
+
+
+def test_a_port_in_time_wait_is_not_held_a_listening_one_is():
+    # The server side closes first, as a switch that exits under its
+    # controller does: its end of the connection stays in TIME_WAIT.
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert tcp_port_held("127.0.0.1", port)
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()
+        client.recv(1)
+        client.close()
+    with socket.socket() as plain:   # what the check did before: refused by TIME_WAIT
+        with pytest.raises(OSError):
+            plain.bind(("127.0.0.1", port))
+    assert not tcp_port_held("127.0.0.1", port)
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
