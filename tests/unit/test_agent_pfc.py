@@ -160,3 +160,30 @@ def test_pfc_and_other_frames_are_counted_not_passed_on():
     assert (c.pfc_rx, c.mac_control_other_rx, c.other_rx, c.roce_rx, c.not_for_us_rx) == \
         (1, 1, 2, 1, 1)
     assert c.rx_packets == c.roce_rx + c.pfc_rx + c.other_rx
+
+
+def test_a_rate_capped_qp_resumes_at_its_own_rate_after_a_pause():
+    """The queue pair's pacer is held by the pause as the line is: after it,
+    frames leave at the QP's rate, not in a burst at line rate."""
+    quanta = 400                                   # 20.48 ms at 10 Mb/s
+    net = pair(a=long_write(qp={"max_rate_bps": RATE / 4}))
+    net.inject("a", "eth0", pfc({3: quanta}), at=0.05)
+    net.run(0.3)
+    after = [t for t, _ in data_frames(net) if t > 0.05]
+    qp_frame_s = (1024 + 58) * 8 / (RATE / 4)
+    assert after[0] == pytest.approx(0.05 + quanta * QUANTUM_S, abs=qp_frame_s)
+    gaps = [b - a for a, b in zip(after, after[1:10])]
+    assert min(gaps) >= qp_frame_s * 0.99
+    nic = net.agents["a"].nics[0]
+    assert nic.pacer.given_up_s == 0               # waiting for the QP was no lag
+
+
+def test_a_line_waiting_for_a_slower_qp_gives_up_no_lag():
+    """Virtual time is never late: a line held by a QP four times slower,
+    with a lag allowance shorter than the wait, counts nothing given up."""
+    net = pair(a=long_write(qp={"max_rate_bps": RATE / 4}, nic={"max_lag_us": 100}))
+    net.run(0.2)
+    times = [t for t, _ in data_frames(net)]
+    assert len(times) > 20
+    nic = net.agents["a"].nics[0]
+    assert nic.pacer.given_up_s == 0 and nic.pacer.given_up_events == 0

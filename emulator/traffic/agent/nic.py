@@ -9,9 +9,11 @@ eligible ones. A QP is eligible when it has data its window allows, its
 priority is not paused, and its own pacer (its DCQCN rate) is free. A
 priority paused by PFC holds its control frames and its QPs; the others go
 on. An idle line banks no credit: catching up after a late wake-up (up to
-``max_lag_us``) is allowed only while there was something to send, and a
-pause counts as idle (the line resumes from the pause's end, not from the
-last frame before it). Frames
+``max_lag_us``) is allowed only while there was something to send. A
+pause holds the line and the paused queue pairs' pacers: they resume from
+the pause's end, not from the last frame before it, and a line that waited
+for a queue pair's slower pacer resumes from that pacer's time; lag behind
+those times that is given up counts as lag (``given_up_s``). Frames
 the socket refuses are counted (``tx_errors``) and lost, as on
 a wire; the line time is spent either way. A back end that batches (a
 transmit ring) is flushed at the end of each pass that sent something, so
@@ -130,10 +132,8 @@ class Nic:
         if pause.mask:
             pause.expire(now)
         pacer = self.pacer
-        if pacer.free_at < pause.resumed_at:
-            # The line sent nothing while paused: no credit from before the
-            # pause for a burst after it (the frames would leave at once).
-            pacer.free_at = pause.resumed_at
+        if pause.resumed_mask:
+            self._resume(pause)
         if pacer.free_at > now:
             return 0
         sent = 0
@@ -164,6 +164,10 @@ class Nic:
                     # credit for a burst later.
                     pacer.free_at = now
                     break
+                qp_pacer = qp.pacer
+                if qp_pacer is not None and qp_pacer.free_at > pacer.free_at:
+                    # the line waited for the queue pair's own (DCQCN) rate
+                    pacer.resume_at(qp_pacer.free_at)
                 frame = qp.next_frame(now)
             size = len(frame)
             if send(frame):
@@ -176,6 +180,18 @@ class Nic:
         if sent:
             self._flush()   # frames a batching back end queued leave with this pass
         return sent
+
+    def _resume(self, pause: PauseState) -> None:
+        # The line and the paused queue pairs sent nothing while paused: no
+        # credit from before the pause for a burst after it (the frames would
+        # leave at once), and their schedules go on from the pause's end.
+        resumed = pause.resumed_mask
+        pause.resumed_mask = 0
+        self.pacer.resume_at(pause.resumed_at)
+        ended = pause.ended
+        for qp in self.qps:
+            if qp.pacer is not None and resumed >> qp.priority & 1:
+                qp.pacer.resume_at(ended[qp.priority])
 
     def _pick(self, now: float) -> QueuePair | None:
         qps = self.qps

@@ -11,8 +11,10 @@ over any interval of length D a pacer sends at most
 bank credit for a burst beyond that. Lag beyond ``max_lag_s`` is not
 silently lost: ``given_up_s`` and ``given_up_events`` count it (a machine
 falling behind must not look like a slower link). Only lag behind the
-pacer's own schedule counts: when its owner moved ``free_at`` (an idle
-line marked free now, a pause's end), the gap was idle time.
+pacer's schedule counts: when its owner marked it idle (``free_at`` moved
+to now: nothing to send) the gap was idle time; when its owner held it
+(:meth:`resume_at`: a pause's end, a queue pair's slower pacer) the
+schedule goes on from there.
 
 The agent has one pacer per NIC (line rate) and one per queue pair (its
 DCQCN rate); a frame of a queue pair needs both to be free.
@@ -66,6 +68,13 @@ class Pacer:
         self.free_at = self._scheduled = start + (frame_bytes + self.overhead_bytes) \
             * self._s_per_byte
         return self.free_at
+
+    def resume_at(self, t: float) -> None:
+        """The line is held idle until ``t`` (a pause's end, a slower pacer in
+        front of it): frames are due from ``t`` on, and lag behind ``t`` that is
+        given up counts."""
+        if t > self.free_at:
+            self.free_at = self._scheduled = t
 
     def duration_s(self, frame_bytes: int) -> float:
         """How long the frame takes at this pacer's rate."""

@@ -33,7 +33,7 @@ class PauseState:
 
     __slots__ = ("line_rate_bps", "honoured_mask", "mask", "until", "since", "paused_s",
                  "pauses", "resumes", "frames", "intervals", "max_intervals",
-                 "intervals_dropped", "resumed_at")
+                 "intervals_dropped", "resumed_at", "resumed_mask", "ended")
 
     def __init__(self, line_rate_bps: float, honoured: tuple[int, ...] = tuple(range(8)),
                  max_intervals: int = MAX_PAUSE_INTERVALS) -> None:
@@ -45,6 +45,8 @@ class PauseState:
             self.honoured_mask |= 1 << priority
         self.mask = 0
         self.resumed_at = -math.inf  # when the latest pause ended (any priority)
+        self.resumed_mask = 0        # priorities resumed since the owner last looked
+        self.ended = [-math.inf] * NUM_PRIORITIES  # when each priority's latest pause ended
         self.until = [0.0] * NUM_PRIORITIES
         self.since = [0.0] * NUM_PRIORITIES
         self.paused_s = [0.0] * NUM_PRIORITIES
@@ -113,6 +115,8 @@ class PauseState:
             self.paused_s[priority] += end - since
             if end > self.resumed_at:
                 self.resumed_at = end
+            self.ended[priority] = end
+            self.resumed_mask |= bit
             if len(self.intervals) < self.max_intervals:
                 self.intervals.append((priority, since, end))
             else:
