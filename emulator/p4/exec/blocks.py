@@ -305,11 +305,18 @@ class ModuleBuilder:
         self._bound[(id(table), gen.externs.action_ids[id(action)])] = fn
 
     def _parser(self, p: ir.Parser, frame_ids: set[int]) -> None:
+        """A parser as one function: the states' code inlined along the
+        transitions when the state graph is acyclic and small enough
+        (:func:`_inline_states`), else a function per state and a loop
+        that runs the one each state returns."""
         gen = self.gen
         packet = next((x for x in p.params if getattr(x.type, "name", "") == "packet_in"), None)
         if packet is None:
             raise unsupported(f"parser {p.name} without a packet_in parameter", p.loc)
         state_fn = {name: gen.name_of(st, "st", f"{p.name}_{name}") for name, st in p.states.items()}
+        if "start" not in state_fn:
+            raise unsupported(f"parser {p.name} without a start state", p.loc)
+        bodies: dict[str, list[str]] = {}
         for name, st in p.states.items():
             gen.scope = FuncScope(frame_ids)
 
@@ -317,9 +324,12 @@ class ModuleBuilder:
                 for s in st.stmts:
                     gen.stmt(s)
                 self._transition(st.transition, state_fn)
-            gen.run_fn(f"def {state_fn[name]}(F, cur):", body)
-        if "start" not in state_fn:
-            raise unsupported(f"parser {p.name} without a start state", p.loc)
+            bodies[state_fn[name]] = gen.captured_lines(body)
+        inlined = _inline_states(state_fn["start"], bodies)
+        if inlined is None:
+            for name in state_fn.values():
+                gen.emit(f"def {name}(F, cur):")
+                gen.emit_lines(bodies[name], "    ")
         gen.scope = FuncScope(frame_ids)
         fn = gen.name_of(p, "blk", p.name)
 
@@ -327,6 +337,9 @@ class ModuleBuilder:
             for s in p.locals:
                 gen.stmt(s)
             gen.emit(f"cur = F.{gen.frame_slot(packet)}")
+            if inlined is not None:
+                gen.emit_lines(inlined)
+                return
             gen.emit(f"st = {state_fn['start']}")
             gen.emit("while st is not None:")
             with gen.indent():
@@ -375,6 +388,35 @@ class ModuleBuilder:
                 gen.emit(goto(case.next_state))
                 return
         gen.emit("raise ParserError(ERR_NO_MATCH)")
+
+
+MAX_INLINED_PARSER_LINES = 3000
+MAX_INLINED_PARSER_DEPTH = 60  # indentation levels (CPython's tokenizer allows 100)
+
+
+def _inline_states(start: str, bodies: dict[str, list[str]]) -> list[str] | None:
+    """The parser's code from state ``start`` with every ``return <state>``
+    replaced by that state's code at its indentation: one function, no call
+    per state. None when a state is reachable from itself (a loop, such as a
+    header stack's) or the result would pass the size or depth limits (a
+    state reached along several paths is copied into each)."""
+    out: list[str] = []
+
+    def expand(name: str, indent: str, path: tuple[str, ...]) -> bool:
+        if name in path or len(indent) // 4 > MAX_INLINED_PARSER_DEPTH:
+            return False
+        for line in bodies[name]:
+            text = line.lstrip(" ")
+            pad = indent + line[:len(line) - len(text)]
+            if text.startswith("return ") and text[7:] in bodies:
+                if not expand(text[7:], pad, path + (name,)):
+                    return False
+            else:
+                out.append(pad + text)
+            if len(out) > MAX_INLINED_PARSER_LINES:
+                return False
+        return True
+    return out if expand(start, "", ()) else None
 
 
 def _keyset_cond(gen: Codegen, name: str, ks: ir.Keyset, builder: ModuleBuilder) -> list[str]:

@@ -132,6 +132,22 @@ class Codegen(StatementCodegen):
         self.pre.clear()
         self.lines.append(self._indent + line)
 
+    def captured_lines(self, body: Callable[[], None]) -> list[str]:
+        """The lines ``body`` emits, at indentation zero, kept out of the
+        module (for the caller to place)."""
+        lines, indent = self.lines, self._indent
+        self.lines, self._indent = [], ""
+        try:
+            body()
+            return self.lines or ["pass"]
+        finally:
+            self.lines, self._indent = lines, indent
+
+    def emit_lines(self, lines: list[str], indent: str = "") -> None:
+        """Lines (from :meth:`captured_lines`) at the current indentation plus ``indent``."""
+        for line in lines:
+            self.emit(indent + line)
+
     def indent(self) -> "_Indent":
         return _Indent(self)
 

@@ -10,7 +10,6 @@ fields of invalid headers are left out.
 from __future__ import annotations
 
 import random as _random
-import sys
 import zlib
 from typing import Callable, Sequence
 
@@ -25,8 +24,6 @@ class ExitBlock(Exception):
 
 class ParserError(Exception):
     """A parser error; ``args[0]`` is the error's value (None: explicit reject)."""
-
-_LITTLE = sys.byteorder == "little"
 
 
 def p4_div(a: int, b: int) -> int:
@@ -116,30 +113,19 @@ def crc32(data: bytes) -> int:
 
 def csum16(data: bytes) -> int:
     """Internet checksum (RFC 1071): one's complement of the one's-complement
-    sum of 16-bit words, an odd tail byte padded with zero."""
+    sum of 16-bit words, an odd tail byte padded with zero.
+
+    The bytes read as one big-endian number are the words times powers of
+    2**16, and 2**16 = 1 modulo 0xFFFF: so the number modulo 0xFFFF is the
+    folded one's-complement sum, but that a non-zero sum which is a multiple
+    of 0xFFFF folds to 0xFFFF (the one's-complement "negative zero")."""
+    n = int.from_bytes(data, "big")
     if len(data) & 1:
-        data += b"\x00"
-    elif not data:
-        return 0xFFFF
-    if _LITTLE:
-        total = sum(memoryview(data).cast("H"))
-        # Summing little-endian words and swapping the folded result gives the
-        # big-endian sum (RFC 1071 §2(B), byte-order independence).
-        while total > 0xFFFF:
-            total = (total & 0xFFFF) + (total >> 16)
-        total = ((total & 0xFF) << 8) | (total >> 8)
-    else:
-        total = _fold(data)
+        n <<= 8
+    total = n % 0xFFFF
+    if not total and n:
+        total = 0xFFFF
     return (~total) & 0xFFFF
-
-
-def _fold(data: bytes) -> int:
-    total = 0
-    for i in range(0, len(data), 2):
-        total += (data[i] << 8) | data[i + 1]
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
 
 
 def xor16(data: bytes) -> int:
@@ -276,11 +262,12 @@ class PacketContext:
 
     Every slot is written here (the pipeline reads most of them for every
     packet), but digests, logs and colours get their containers only on
-    first use."""
+    first use. ``owner`` is the one packet frame that may take this context
+    on into egress (None: every frame copied from it gets its own there)."""
 
     __slots__ = ("length", "now_us", "rng", "clone", "resubmit", "recirculate",
                  "truncate", "digests", "checksum_error", "logs", "meter_color",
-                 "payload", "sm", "length_reg")
+                 "payload", "sm", "length_reg", "owner")
 
     def __init__(self, length: int, now_us: float, rng: _random.Random) -> None:
         self.length = length
@@ -299,6 +286,7 @@ class PacketContext:
         self.meter_color: dict[int, int] | None = None
         self.payload = b""
         self.sm: object = None
+        self.owner: object = None
 
     def digest(self, name: str, value: object) -> None:
         if not self.digests:

@@ -386,6 +386,7 @@ class V1ModelPipeline:
             result.dropped += 1
             return None
         sm.instance_type = NORMAL
+        ctx.owner = f  # no other frame shares this context: egress may reuse it
         queued.append(EgressItem(egress_spec, sm.priority, ctx.length, f))
         return None
 
@@ -441,14 +442,25 @@ class V1ModelPipeline:
             result.dropped += 1
             return
         now = self._clock_us()
-        ictx: PacketContext = f._ctx  # type: ignore[attr-defined]
-        ctx = PacketContext(ictx.length, now, self.rng)
-        ctx.length_reg = ictx.length_reg
-        ctx.payload = ictx.payload
-        ctx.sm = sm
-        if ictx.truncate is not None:
-            ctx.truncate = ictx.truncate
-        f._ctx = ctx  # type: ignore[attr-defined]
+        ctx: PacketContext = f._ctx  # type: ignore[attr-defined]
+        if ctx.owner is f:
+            # The packet's own context from ingress (a unicast packet): what
+            # egress starts from (length register, payload, truncation) is in
+            # it already; what ingress asked for was acted on.
+            ctx.owner = None
+            ctx.now_us = now
+            ctx.clone = ctx.resubmit = ctx.recirculate = ctx.meter_color = None
+            ctx.digests = ctx.logs = _NOTHING
+            ctx.checksum_error = 0
+        else:  # shared with other copies (multicast, clones): one of its own
+            ictx = ctx
+            ctx = PacketContext(ictx.length, now, self.rng)
+            ctx.length_reg = ictx.length_reg
+            ctx.payload = ictx.payload
+            ctx.sm = sm
+            if ictx.truncate is not None:
+                ctx.truncate = ictx.truncate
+            f._ctx = ctx  # type: ignore[attr-defined]
         enq_us = queue.enq_timestamp_us
         if enq_us is None:
             enq_us = now
@@ -459,7 +471,7 @@ class V1ModelPipeline:
         sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
         sm.egress_port = port
         sm.egress_spec = EGRESS_SPEC_AT_EGRESS
-        sm.packet_length = ictx.length_reg & 0xFFFFFFFF
+        sm.packet_length = ctx.length_reg & 0xFFFFFFFF
         try:
             self._f_egress(f)
         except ExitBlock:

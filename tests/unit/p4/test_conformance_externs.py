@@ -289,3 +289,28 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_met
     ip[8] = 1
     ip[10:12] = csum16(bytes(ip)).to_bytes(2, "big")
     assert out[14:] == bytes(ip)
+
+
+def test_egress_starts_clean_of_what_ingress_asked_and_copies_keep_their_own_context():
+    # A unicast packet takes its ingress context on into egress: the digest
+    # and log ingress made are reported once, and egress sees neither; an
+    # egress truncate of one multicast copy leaves the other copies whole.
+    decls = "struct learn_t { bit<8> c; }"
+    sw = build("""apply {
+        digest<learn_t>(1, { hdr.d.c });
+        log_msg("in");
+        if (hdr.d.c == 7) { sm.mcast_grp = 9; } else { sm.egress_spec = 1; }
+    }""", decls, egress="""apply {
+        log_msg("out");
+        if (sm.egress_port == 2) { truncate(16); }
+        hdr.d.x = (bit<8>)sm.egress_port;
+    }""")
+    res = sw.pipe.process(0, frame(0, 0, 1))
+    assert len(res.digests) == 1 and res.logs == ["in", "out"]
+    assert [o.port for o in res.outputs] == [1]
+    sw.pipe.set_multicast_group(9, [(1, 0), (2, 0), (3, 0)])
+    res = sw.pipe.process(0, frame(0, 0, 7))
+    assert len(res.digests) == 1 and res.logs == ["in", "out", "out", "out"]
+    lengths = {o.port: len(o.data) for o in res.outputs}
+    assert lengths == {1: len(frame(0, 0, 7)), 2: 16, 3: len(frame(0, 0, 7))}
+    assert [o.data[21] for o in res.outputs if o.port != 2] == [1, 3]
