@@ -18,8 +18,13 @@ root. Run from the repository root::
 ``us_per_packet`` the switch process's CPU time per forwarded packet;
 ``cpu_percent`` its CPU use over the window (100 = one core), from /proc;
 ``load_average`` the machine's 1-minute load when the run started (other
-work shares the cores). ``--target bmv2`` needs ``p4c-bm2-ss`` and
-``simple_switch_grpc`` (the Vagrant VM); without them it says so and exits 0.
+work shares the cores). ``--receiver drain`` (the default) has the counting
+reader take what arrived every millisecond without waiting on its socket;
+``--receiver block`` has it sleep in recv(), so that every frame the switch
+sends has to wake it, and the switch pays for the wake-up (see
+:func:`count_frames`): compare figures taken the same way. ``--target
+bmv2`` needs ``p4c-bm2-ss`` and ``simple_switch_grpc`` (the Vagrant VM);
+without them it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -170,7 +175,7 @@ def roce_frame(topology, frame_bytes: int) -> bytes:  # type: ignore[no-untyped-
 
 
 def run_fabric(target: str, seconds: float, offered_pps: float, frame_bytes: int,
-               log_level: str, profile: str | None) -> dict:
+               log_level: str, profile: str | None, receiver: str) -> dict:
     """fabric.p4 on a programmed leaf of a real (two-server) fabric."""
     from emulator.network.fabric_net import NetworkOptions
     from emulator.scenario.session import FabricSession
@@ -191,14 +196,52 @@ def run_fabric(target: str, seconds: float, offered_pps: float, frame_bytes: int
             return _measure(net.netns_name(a.server) or "", a.intf, rx, frame, proc.pid,
                             seconds, offered_pps, profile,
                             lambda data: data[12:14] == b"\x08\x00"
-                            and data[23] == 17) | {"program": "fabric.p4", "target": target,
-                                                   "frame_bytes": frame_bytes}
+                            and data[23] == 17, receiver) | {
+                                "program": "fabric.p4", "target": target, "frame_bytes": frame_bytes}
         finally:
             rx.close()
 
 
+DRAIN_EVERY_S = 0.001
+RECEIVERS = ("drain", "block")
+
+
+def count_frames(rx: socket.socket, until: float, counts, receiver: str) -> int:  # type: ignore[no-untyped-def]
+    """Frames ``counts`` accepts among those ``rx`` receives until ``until``
+    (monotonic). ``drain``: read in batches every :data:`DRAIN_EVERY_S`,
+    never waiting on the socket, so the switch's send finds no sleeper to
+    wake. ``block``: recv() one frame at a time, sleeping on the socket when
+    it is empty (as earlier figures were taken). A sender that wakes a
+    sleeping reader pays for the wake-up in its own system time (a
+    cross-processor interrupt; in this VM about 11 us a frame, a third of the
+    switch's cost), so ``block`` measures the reader as much as the switch."""
+    arrivals = 0
+    recv = rx.recv
+    if receiver == "block":
+        rx.settimeout(0.2)
+        while time.monotonic() < until:
+            try:
+                if counts(recv(65535)):
+                    arrivals += 1
+            except socket.timeout:
+                pass
+        return arrivals
+    rx.setblocking(False)  # with a timeout, recv() would first wait in poll()
+    while True:
+        if time.monotonic() >= until:
+            return arrivals
+        try:
+            while True:
+                if counts(recv(65535)):
+                    arrivals += 1
+        except BlockingIOError:
+            pass
+        time.sleep(DRAIN_EVERY_S)
+
+
 def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, pid: int,
-             seconds: float, offered_pps: float, profile: str | None, counts) -> dict:
+             seconds: float, offered_pps: float, profile: str | None, counts,
+             receiver: str) -> dict:
     warmup = 1.0
     blaster = subprocess.Popen(
         ["ip", "netns", "exec", blast_ns, sys.executable, "-c", BLASTER, blast_iface,
@@ -215,15 +258,8 @@ def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, p
         spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-o", profile,
                                 "-d", str(int(seconds)), "-f", "raw", "--threads", "--gil"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    arrivals = 0
     cpu0, w0 = cpu_seconds(pid), time.monotonic()
-    while time.monotonic() - w0 < seconds:
-        try:
-            data = rx.recv(65535)
-        except socket.timeout:
-            continue
-        if counts(data):
-            arrivals += 1
+    arrivals = count_frames(rx, w0 + seconds, counts, receiver)
     cpu1, w1 = cpu_seconds(pid), time.monotonic()
     out, err = blaster.communicate(timeout=30)
     if blaster.returncode:
@@ -242,7 +278,7 @@ def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, p
 
 
 def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: str,
-        log_level: str, profile: str | None) -> dict:
+        log_level: str, profile: str | None, receiver: str) -> dict:
     with Network() as net, tempfile.TemporaryDirectory(prefix="afxb-") as tmp:
         if target == "builtin":
             proc, client = start_builtin(net, tmp, log_level)
@@ -258,7 +294,6 @@ def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: s
                 ["ip", "netns", "exec", net.ns["h1"], sys.executable, "-c", BLASTER, "eth0",
                  frame.hex(), str(offered_pps), str(seconds + warmup + 0.5)],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            arrivals = 0
             t_start = time.monotonic()
             while time.monotonic() - t_start < warmup:
                 try:
@@ -270,13 +305,8 @@ def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: s
                                         "-d", str(int(seconds)), "-f", "raw", "--threads", "--gil"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             cpu0, w0 = cpu_seconds(proc.pid), time.monotonic()
-            while time.monotonic() - w0 < seconds:
-                try:
-                    data = rx.recv(65535)
-                except socket.timeout:
-                    continue
-                if data[12:14] == b"\x08\x00":
-                    arrivals += 1
+            arrivals = count_frames(rx, w0 + seconds, lambda data: data[12:14] == b"\x08\x00",
+                                    receiver)
             cpu1, w1 = cpu_seconds(proc.pid), time.monotonic()
             out, err = blaster.communicate(timeout=30)
             if blaster.returncode:
@@ -316,6 +346,10 @@ def main() -> int:
     parser.add_argument("--log-level", default="warn", help="builtin: switch log level")
     parser.add_argument("--profile", metavar="FILE",
                         help="py-spy record (raw, GIL-holding samples) of the switch into FILE")
+    parser.add_argument("--receiver", choices=RECEIVERS, default="drain",
+                        help="how the counting reader reads: drain (default; batches every "
+                             "ms, never waits on the socket) or block (recv() per frame, as "
+                             "figures before 2026-12-04 were taken)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -336,11 +370,11 @@ def main() -> int:
         load = os.getloadavg()[0]
         if args.program == "fabric":
             result = run_fabric(args.target, args.seconds, args.offered_pps, size,
-                                args.log_level, args.profile)
+                                args.log_level, args.profile, args.receiver)
         else:
             result = run(args.target, args.seconds, args.offered_pps, size, args.p4,
-                         args.log_level, args.profile)
-        result.update(clock="live", load_average=round(load, 2))
+                         args.log_level, args.profile, args.receiver)
+        result.update(clock="live", receiver=args.receiver, load_average=round(load, 2))
         results.append(result)
         if not args.json:
             for key, value in result.items():
