@@ -170,6 +170,7 @@ class V1ModelPipeline:
         self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, CloneSession] = {}
         self._field_lists = self._collect_field_lists()
+        self._no_queue = QueueInfo()  # what egress is told without a queue (never changed)
 
     # ---- construction ------------------------------------------------------------
     def _make_instances(self) -> None:
@@ -274,30 +275,6 @@ class V1ModelPipeline:
         if res.logs:
             total.logs.extend(res.logs)
 
-    def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
-                preserved: dict[str, int] | None = None) -> ProcessResult:
-        """Parser, checksum verification and ingress for one packet, then the
-        hand-off: ``result.queued`` holds what goes to egress queues (clones,
-        multicast copies, the packet itself); resubmits are run here."""
-        result = _result([])
-        preserved = self._ingress(port, data, instance_type, preserved, result)
-        passes = 1
-        while preserved is not None:
-            passes += 1
-            if passes > MAX_PASSES:
-                result.dropped += 1
-                break
-            preserved = self._ingress(port, data, RESUBMIT, preserved, result)
-        return result
-
-    def egress(self, item: "EgressItem", queue: QueueInfo | None = None) -> ProcessResult:
-        """Egress, egress cloning and deparsing for a packet leaving its
-        queue. ``result.queued`` holds E2E clones (to be queued again),
-        ``result.recirculate`` packets to feed back into :meth:`ingress`."""
-        result = _result(_NOTHING)
-        self._egress(item.port, item.pkt, queue if queue is not None else QueueInfo(), result)
-        return result
-
     # ---- packet flow -------------------------------------------------------------
     def _frame(self, ctx: PacketContext) -> object:
         """A fresh packet frame: new headers (invalid), metadata (zero)."""
@@ -325,70 +302,80 @@ class V1ModelPipeline:
                 f.sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
         f._ctx.payload = data[cur.off:]  # type: ignore[attr-defined]
 
-    def _ingress(self, port: int, data: bytes, instance_type: int,
-                 preserved: dict[str, int] | None, result: ProcessResult) -> dict[str, int] | None:
-        """One ingress pass; what goes to egress is appended to
-        ``result.queued``. Returns the preserved fields when the packet is
-        resubmitted (another pass follows), else None."""
-        now = self._clock_us()
-        ctx = PacketContext(len(data), now, self.rng)
-        f = self._Frame()
-        f._ctx = ctx
-        f.hdr = self._Hdr()
-        meta = f.meta = self._Meta()
-        sm = f.sm = ctx.sm = self._Sm()
-        if preserved:
-            for name, value in preserved.items():
-                setattr(meta, name, value)
-        sm.packet_length = ctx.length
-        if instance_type == NORMAL:  # (the metadata's default instance type)
-            # Only a packet received from a port gets these (SimpleSwitch::
-            # receive_); a resubmitted or recirculated one has its metadata
-            # reset (but for the field list), so they read 0.
-            sm.ingress_port = port
-            sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
-        else:
-            sm.instance_type = instance_type
-        cur = f.pkt_in = Cursor(data)
-        try:
-            self._f_parser(f)
-        except ParserError as exc:
-            if exc.args and exc.args[0] is not None:
-                f.sm.parser_error = exc.args[0]
-        ctx.payload = data[cur.off:] if cur.off else data
-        try:
-            self._f_verify(f)
-        except ExitBlock:
-            pass
-        if ctx.checksum_error:
-            f.sm.checksum_error = ctx.checksum_error
-        try:
-            self._f_ingress(f)
-        except ExitBlock:
-            pass
-        sm = f.sm
-        if ctx.digests:
-            result.digests = [*result.digests, *ctx.digests]
-        if ctx.logs:
-            result.logs = [*result.logs, *ctx.logs]
+    def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
+                preserved: dict[str, int] | None = None) -> ProcessResult:
+        """Parser, checksum verification and ingress for one packet, then the
+        hand-off: ``result.queued`` holds what goes to egress queues (clones,
+        multicast copies, the packet itself). A resubmitted packet takes
+        another pass of the loop, with the fields its field list preserved."""
+        result = _result([])
         queued = result.queued
-        if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
-            self._clone_i2e(port, data, f, queued)
-        if ctx.resubmit is not None:
-            return self._keep(f.meta, ctx.resubmit)
-        mgid = sm.mcast_grp
-        if mgid:
-            sm.instance_type = REPLICATION
-            self._replicate(mgid, f, queued, result)
-            return None
-        egress_spec = sm.egress_spec
-        if egress_spec == DROP_PORT:
-            result.dropped += 1
-            return None
-        sm.instance_type = NORMAL
-        ctx.owner = f  # no other frame shares this context: egress may reuse it
-        queued.append(EgressItem(egress_spec, sm.priority, ctx.length, f))
-        return None
+        passes = 0
+        while True:
+            passes += 1
+            if passes > MAX_PASSES:
+                result.dropped += 1
+                return result
+            now = self._clock_us()
+            ctx = PacketContext(len(data), now, self.rng)
+            f = self._Frame()
+            f._ctx = ctx
+            f.hdr = self._Hdr()
+            meta = f.meta = self._Meta()
+            sm = f.sm = ctx.sm = self._Sm()
+            if preserved:
+                for name, value in preserved.items():
+                    setattr(meta, name, value)
+            sm.packet_length = ctx.length
+            if instance_type == NORMAL:  # (the metadata's default instance type)
+                # Only a packet received from a port gets these (SimpleSwitch::
+                # receive_); a resubmitted or recirculated one has its metadata
+                # reset (but for the field list), so they read 0.
+                sm.ingress_port = port
+                sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+            else:
+                sm.instance_type = instance_type
+            cur = f.pkt_in = Cursor(data)
+            try:
+                self._f_parser(f)
+            except ParserError as exc:
+                if exc.args and exc.args[0] is not None:
+                    f.sm.parser_error = exc.args[0]
+            ctx.payload = data[cur.off:] if cur.off else data
+            try:
+                self._f_verify(f)
+            except ExitBlock:
+                pass
+            if ctx.checksum_error:
+                f.sm.checksum_error = ctx.checksum_error
+            try:
+                self._f_ingress(f)
+            except ExitBlock:
+                pass
+            sm = f.sm
+            if ctx.digests:
+                result.digests = [*result.digests, *ctx.digests]
+            if ctx.logs:
+                result.logs = [*result.logs, *ctx.logs]
+            if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
+                self._clone_i2e(port, data, f, queued)
+            if ctx.resubmit is not None:
+                preserved = self._keep(f.meta, ctx.resubmit)
+                instance_type = RESUBMIT
+                continue
+            mgid = sm.mcast_grp
+            if mgid:
+                sm.instance_type = REPLICATION
+                self._replicate(mgid, f, queued, result)
+                return result
+            egress_spec = sm.egress_spec
+            if egress_spec == DROP_PORT:
+                result.dropped += 1
+                return result
+            sm.instance_type = NORMAL
+            ctx.owner = f  # no other frame shares this context: egress may reuse it
+            queued.append(EgressItem(egress_spec, sm.priority, ctx.length, f))
+            return result
 
     def _keep(self, meta: object, field_list: int) -> dict[str, int]:
         return {name: getattr(meta, name) for name in self._field_lists.get(field_list, ())}
@@ -435,12 +422,22 @@ class V1ModelPipeline:
             copy.sm.egress_rid = rid  # type: ignore[attr-defined]
             queued.append(EgressItem(egress_port, copy.sm.priority, copy._ctx.length, copy))  # type: ignore[attr-defined]
 
-    def _egress(self, port: int, f: object, queue: QueueInfo, result: ProcessResult) -> None:
+    def egress(self, item: "EgressItem", queue: QueueInfo | None = None) -> ProcessResult:
+        """Egress, egress cloning and deparsing for a packet leaving its
+        queue (``queue``: what the traffic manager says of it; None: an
+        empty queue, now). ``result.queued`` holds E2E clones (to be queued
+        again), ``result.recirculate`` packets to feed back into
+        :meth:`ingress`."""
+        result = _result(_NOTHING)
+        if queue is None:
+            queue = self._no_queue
+        port = item.port
+        f = item.pkt
         sm = f.sm  # type: ignore[attr-defined]
         priority = sm.priority
         if priority >= self.priority_queues:
             result.dropped += 1
-            return
+            return result
         now = self._clock_us()
         ctx: PacketContext = f._ctx  # type: ignore[attr-defined]
         if ctx.owner is f:
@@ -487,7 +484,7 @@ class V1ModelPipeline:
             result.queued = clones
         if sm.egress_spec == DROP_PORT:
             result.dropped += 1
-            return
+            return result
         try:
             self._f_compute(f)
         except ExitBlock:
@@ -505,8 +502,9 @@ class V1ModelPipeline:
         if ctx.recirculate is not None:
             preserved = self._keep(f.meta, ctx.recirculate)  # type: ignore[attr-defined]
             result.recirculate = [(sm.ingress_port, data, RECIRC, preserved)]
-            return
+            return result
         result.outputs = [Output(port, data, sm.instance_type, priority)]
+        return result
 
     def _clone_e2e(self, f: object, ctx: PacketContext, queued: list[EgressItem]) -> None:
         _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
