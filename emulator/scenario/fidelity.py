@@ -10,9 +10,13 @@ CPU (:mod:`.cpu`). :func:`judge` turns that into::
 
     fidelity: {faithful, reasons, switch_late_p99_us, switch_late_max_us,
                switch_rx_wait_p99_us, agent_late_p99_us, agent_late_max_us,
-               lag_given_up_s, rx_overruns, cpu_busy, cpu_busy_max, cores,
-               limit_us, realtime, worst, behind_spans, suggested_time_scale,
-               measured, rule}
+               lag_given_up_s, rx_overruns, rx_ring_holes, cpu_busy, cpu_busy_max,
+               cores, limit_us, realtime, worst, behind_spans,
+               suggested_time_scale, measured, rule}
+
+``rx_ring_holes`` counts receive-ring slots a switch port found empty with
+frames behind them and skipped after waiting 1 ms (reported, not judged:
+the frames behind a hole waited, and that is in the receive waits).
 
 ``realtime``: how many processes ran at a real-time priority (switch data
 planes and agents do while they stay light, see
@@ -43,7 +47,10 @@ one times the worst excess, at least 2x and at most 10x, rounded up to 1,
 since the run's start) in which some process had more than 1 % of its
 frames late or gave lag up: the plots shade them. ``limit_us`` is the
 strictest bound applied. CPU use is reported, not judged: a busy machine
-that still kept every frame on time measured the fabric.
+that still kept every frame on time measured the fabric. It decides the
+advice (:func:`fix_line`): a host that stole the CPU, or a machine with a
+core free all along (:func:`machine_idle`), is not cured by a slower time
+scale, and the line says so instead of naming one.
 
 ``measured`` lists what was measured: ``switches`` only for the built-in
 target (BMv2 has no such counters: its runs are judged on the agents alone,
@@ -73,6 +80,11 @@ STEAL_NOTABLE = 0.01
 # ... or took this share in one sampling interval (a stall episode: 5 % of
 # 250 ms of two cores is 25 ms of a core), whatever the mean.
 STEAL_MAX_NOTABLE = 0.05
+# A run whose busiest sampling interval kept less than this many cores busy
+# had a core free all along: no process of it waited for a CPU, so a slower
+# time scale does not cure its lateness (measured: a NIC pacing bug gave up
+# lag with the machine 4 % busy, and the fix line asked for 10x the scale).
+IDLE_CORES = 0.5
 
 
 def host_stalled(fidelity: Mapping[str, Any]) -> bool:
@@ -86,6 +98,13 @@ RULE = (f"p99 lateness of departures (switch ports, NIC agents) and of switch re
 
 
 NICE_STEPS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
+
+
+def machine_idle(fidelity: Mapping[str, Any]) -> bool:
+    """Whether even the busiest sampled interval of the run left a core free
+    (see :data:`IDLE_CORES`); False when the CPU was not sampled."""
+    busy_max, cores = fidelity.get("cpu_busy_max"), fidelity.get("cores")
+    return busy_max is not None and bool(cores) and busy_max * cores < IDLE_CORES
 
 
 def nice_ceil(value: float) -> int:
@@ -124,7 +143,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
     limits: list[float] = []
     switch_late, rx_wait = LatenessHistogram(), LatenessHistogram()
     given_up_switch = 0.0
-    overruns = 0
+    overruns = holes = 0
 
     def bound(where: str, what: str, hist: LatenessHistogram, limit_us: float) -> None:
         if hist.count < MIN_EVENTS or math.isinf(limit_us):
@@ -165,6 +184,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
             bound(_where(name, port), "receive wait", wait, port.get("frame_us") or math.inf)
             given_up_switch += port.get("lag_given_up_s", 0.0)
             overruns += port.get("rx_overruns", 0)
+            holes += port.get("rx_ring_holes", 0)
     agent_late = LatenessHistogram()
     given_up_agents = 0.0
     measured_agents = 0
@@ -221,6 +241,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
         "lag_given_up_s": given_up,
         "feeder_starved": feeder_starved,
         "rx_overruns": overruns if switch_measured else None,
+        "rx_ring_holes": holes if switch_measured else None,
         "cpu_busy": cpu.get("cpu_busy"),
         "cpu_busy_max": cpu.get("cpu_busy_max"),
         "cpu_steal": cpu.get("cpu_steal"),
@@ -329,6 +350,12 @@ def fix_line(fidelity: Mapping[str, Any] | None, time_scale: float,
                 f"{100 * (fidelity.get('cpu_steal_max') or 0):.0f} % at worst), stalling every "
                 f"process at once; no time scale cures that: "
                 f"rerun when the host is quieter, or use --target sim")
+    if machine_idle(fidelity):
+        return (f"the machine was not the limit (CPU {_pct(fidelity.get('cpu_busy'))} busy, "
+                f"{_pct(fidelity.get('cpu_busy_max'))} at most: a core was free all along), so a "
+                f"slower time scale is unlikely to cure this; rerun, and if it happens again "
+                f"it is the emulator's fault: report it with results.json (the reasons name "
+                f"where it fell behind), or use --target sim")
     head = (f"the numbers above measured this machine, not the fabric (CPU "
             f"{_pct(fidelity.get('cpu_busy'))} busy); run it slower: ")
     if auto:

@@ -85,6 +85,9 @@ def fidelity_parts(results: Mapping[str, Any]) -> list[Any]:
             ("receive overruns", str(f.get("rx_overruns", "n/a"))),
             ("CPU busy (mean / max)", f"{_pct(f.get('cpu_busy'))} / {_pct(f.get('cpu_busy_max'))}"
                                       f" of {f.get('cores', '?')} cores")]
+    if f.get("rx_ring_holes"):
+        rows.insert(-1, ("receive ring slots skipped", f"{f['rx_ring_holes']} (a frame behind each "
+                                                       "waited 1 ms)"))
     if f.get("cpu_steal") is not None:
         rows.append(("CPU the host took (steal)",
                      f"{100 * f['cpu_steal']:.1f} % / {100 * (f.get('cpu_steal_max') or 0):.1f} %"))

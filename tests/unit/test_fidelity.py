@@ -302,3 +302,33 @@ def test_steal_is_measured_apart_and_the_fix_names_the_host(tmp_path):
     assert "hypervisor" in fix_line({**unfaithful, "cpu_steal": 0.001}, 10, auto=True)  # 20 % once
     quiet = {**unfaithful, "cpu_steal": 0.001, "cpu_steal_max": 0.01}
     assert "--time-scale 20" in fix_line(quiet, 10, auto=True)
+
+
+def test_the_fix_does_not_ask_for_a_slower_run_when_a_core_was_free_all_along():
+    from emulator.scenario.fidelity import fix_line, machine_idle
+    # 4 % busy on two cores, 20 % at most: a tenth of a core at the busiest
+    idle = {"faithful": False, "suggested_time_scale": 800000, "cpu_busy": 0.04,
+            "cpu_busy_max": 0.2, "cores": 2}
+    assert machine_idle(idle)
+    line = fix_line(idle, 80000, auto=True)
+    assert "not the limit" in line and "800000" not in line and "report it" in line
+    # one core flat out in some interval (half of two): the machine may be the limit
+    busy = {**idle, "cpu_busy_max": 0.5}
+    assert not machine_idle(busy) and "--time-scale 800000" in fix_line(busy, 80000, auto=True)
+    assert not machine_idle({**idle, "cpu_busy_max": None})  # not sampled: no claim
+
+
+def test_receive_ring_holes_are_reported_per_port_and_in_the_verdict():
+    from types import SimpleNamespace
+    dp, clock, ports = make_dataplane({1: PortConfig(rate_bps=100e6), 2: PortConfig(rate_bps=100e6)})
+    ports[1].rx_ring = SimpleNamespace(holes=3)  # what RxRing counts (see test_builtin_rings)
+    rows = {p["port"]: p for p in dp.fidelity()["ports"]}
+    assert rows[1]["rx_ring_holes"] == 3 and rows[2]["rx_ring_holes"] == 0
+    dp.reset_stats()
+    assert ports[1].rx_ring.holes == 0 and dp.fidelity([1])["ports"][0]["rx_ring_holes"] == 0
+    answer = _switch([5] * 300, [3] * 300)
+    answer["ports"][0]["rx_ring_holes"] = 2
+    f = judge({"s1": answer}, {}, None, start_unix=10.0, end_unix=12.0)
+    assert f["rx_ring_holes"] == 2 and f["faithful"] is True  # reported, not judged
+    assert judge({}, {"h1": _agent([10] * 300)}, None, start_unix=0, end_unix=1,
+                 target="bmv2")["rx_ring_holes"] is None

@@ -63,3 +63,12 @@ def test_a_run_that_did_not_keep_up_says_why_and_what_to_do():
     assert "not faithful" not in ok and "faithful" in ok
     sim = render(results([flow(0, 0.1)], target="sim", fidelity={"faithful": True}))
     assert "fidelity" not in sim
+
+
+def test_skipped_receive_ring_slots_get_a_row_only_when_there_were_some():
+    fidelity = {"faithful": True, "reasons": [], "switch_late_p99_us": 9, "limit_us": 120.0,
+                "lag_given_up_s": 0.0, "rx_overruns": 0, "rx_ring_holes": 0, "cpu_busy": 0.2,
+                "cpu_busy_max": 0.3, "cores": 2}
+    assert "ring slots" not in render(results([flow(0, 0.1)], fidelity=fidelity))
+    text = render(results([flow(0, 0.1)], fidelity={**fidelity, "rx_ring_holes": 4}))
+    assert "receive ring slots skipped" in text and "4 (a frame behind each" in text

@@ -551,6 +551,7 @@ class DataPlane:
                 "lag_given_up_events": ps.given_up_events,
                 "rx_overruns": backend.poll_overruns() if hasattr(backend, "poll_overruns")
                 else 0,
+                "rx_ring_holes": _ring_holes(backend),
                 "rx_wait": None if rx_wait is None else rx_wait.to_dict()})
         return {"time_s": self.clock(), "ports": out, "behind": self.behind.to_dict()}
 
@@ -580,6 +581,9 @@ class DataPlane:
             if hasattr(ps.backend, "poll_overruns"):
                 ps.backend.poll_overruns()
                 ps.backend.overruns = 0
+            ring = getattr(ps.backend, "rx_ring", None)
+            if ring is not None:
+                ring.holes = 0
             for prio, qc in enumerate(ps.tm.counters):
                 qc.reset(ps.tm.depth_packets(prio), ps.tm.depth_bytes[prio], qc.in_flight)
             ps.pfc.reset_stats(now)
@@ -612,6 +616,13 @@ class DataPlane:
                 if writer is not None:
                     writer.close()
             ps.backend.close()
+
+
+def _ring_holes(backend: Any) -> int:
+    """Empty receive-ring slots the port skipped with frames behind them
+    (see :class:`~.ring.RxRing`): 0 for a port without a ring."""
+    ring = getattr(backend, "rx_ring", None)
+    return ring.holes if ring is not None else 0
 
 
 def _pipeline_clock_us(pipeline: V1ModelPipeline) -> Callable[[], float]:

@@ -48,7 +48,8 @@ is Unix time.
 
 ``GetFidelity`` answers ``{"time_s", "unix_offset_s", "ports": [{"port",
 "name", "rate_bps", "frame_us", "late", "lag_given_up_s",
-"lag_given_up_events", "rx_overruns", "rx_wait"}, ...], "behind":
+"lag_given_up_events", "rx_overruns", "rx_ring_holes", "rx_wait"}, ...],
+"behind":
 {"interval_s", "bins": [[start, events, late, max_late_us,
 given_up_us], ...]}}``: how late each port's departures left against their
 schedule (``late`` and ``rx_wait``, how long received frames waited in the
