@@ -115,3 +115,19 @@ def test_time_scale_on_the_command_line(tmp_path):
     s = load_scenario(ROOT / "scenarios" / "quickstart.yaml", time_scale_override=5)
     assert s.time_scale == 5 and s.written.time_scale == 5
     assert {link.rate_bps for link in s.topology.links} == {20_000_000}
+
+
+def test_a_fast_pass_does_not_shrink_the_frame_time_below_the_schedulers_lateness():
+    from emulator.scenario.budget import FRAME_COSTS, MIN_FRAME_TIME_US, required_scale
+    from emulator.scenario.load import Load
+    idle = Load({}, {})
+    frame_s = 1500 * 8 / 100e9  # one 1,500-byte frame at 100 Gb/s
+    slow = Calibration(switch_us=50.0, agent_us=5.0, io_us=2.0, io_method="fixed", key="t",
+                       measured_unix=0.0, cores=2)
+    need, bound = required_scale(idle, slow, 100e9, 2, 0.0, 1e12)
+    assert bound.endswith(f"{FRAME_COSTS:g} switch passes")
+    assert need * frame_s == pytest.approx(FRAME_COSTS * 50e-6)  # 3 ms
+    fast = Calibration(switch_us=10.0, agent_us=5.0, io_us=2.0, io_method="fixed", key="t",
+                       measured_unix=0.0, cores=2)
+    need, bound = required_scale(idle, fast, 100e9, 2, 0.0, 1e12)
+    assert bound.endswith("2 ms") and need * frame_s == pytest.approx(MIN_FRAME_TIME_US * 1e-6)
