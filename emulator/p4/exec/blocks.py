@@ -1,5 +1,7 @@
 """Generates the Python module of a program: frame classes, parser states,
-controls, actions, tables and functions, then executes it once.
+controls, actions, tables and functions, then executes it once. With the
+package's block roles it also writes ``mk_packet(ctx)``, which makes a
+packet's whole frame in one call.
 
 The result, :class:`CompiledBlocks`, maps every IR block, action and table to
 its Python function; the pipeline and the control plane use it.
@@ -16,7 +18,7 @@ from emulator.p4.exec import externs as rt
 from emulator.p4.exec.codegen import Codegen, ExternLowering, FuncScope, unsupported
 from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident, scalar_width
 from emulator.p4.exec.tables import Table
-from emulator.p4.types import BoolType, HeaderType
+from emulator.p4.types import BoolType, HeaderType, StructType
 
 
 @dataclass
@@ -107,6 +109,7 @@ class ModuleBuilder:
             for key in self._shared:
                 shared.extend(x for x in self._frame_slots[key] if x not in shared)
             frames += f"\n\nclass PacketFrame:\n    __slots__ = {tuple(['_ctx'] + shared)!r}"
+            frames += "\n\n" + self._packet_maker()
         source = "\n\n".join([gen.layouts.source(), frames, body]) + "\n"
         namespace = self._namespace()
         code = compile(source, f"<p4 {self.program.source}>", "exec")
@@ -121,6 +124,23 @@ class ModuleBuilder:
                               gen.layouts.names())
 
     # ---- pieces ------------------------------------------------------------
+    def _packet_maker(self) -> str:
+        """``mk_packet(ctx)``: a fresh ``PacketFrame`` for a packet, its
+        first block's aggregate parameters made (headers invalid, the rest
+        zero) with the makers' code inline, one call for all of them."""
+        gen = self.gen
+        lines = ["def mk_packet(ctx):", "    F = PacketFrame()", "    F._ctx = ctx"]
+        first = self.program.package.blocks[0]
+        for i, (param, role) in enumerate(zip(first.params, self.roles[0] if self.roles else ())):
+            t = param.type
+            if isinstance(t, StructType):
+                lines.extend("    " + line for line in gen.layouts.maker_lines(t, f"v{i}"))
+                lines.append(f"    F.{role} = v{i}")
+            elif is_aggregate(t):
+                lines.append(f"    F.{role} = {gen.layouts.new_value(t)}")
+        lines.append("    return F")
+        return "\n".join(lines)
+
     def _namespace(self) -> dict[str, object]:
         ns: dict[str, object] = {
             "ExitBlock": rt.ExitBlock, "ParserError": rt.ParserError,

@@ -97,6 +97,15 @@ class Layouts:
             return "False"
         return "0"
 
+    def maker_lines(self, t: StructType, var: str) -> list[str]:
+        """Statements making a fresh value of struct ``t`` in ``var`` (what
+        its ``mk_`` function does), to inline where a call costs too much."""
+        return self._maker_lines(self.class_name(t), [(f.name, f.type) for f in t.fields], var)
+
+    def _maker_lines(self, name: str, fields: list[tuple[str, Type]], var: str) -> list[str]:
+        return [f"{var} = {name}()"] + [f"{var}.{py_ident(n)} = {self.new_value(ft)}"
+                                       for n, ft in fields]
+
     def names(self) -> dict[Type, str]:
         return dict(self._names)
 
@@ -135,9 +144,8 @@ class Layouts:
         slots = [py_ident(n) for n, _ in fields]
         # Made by ``mk_<name>()``, a plain function (cheaper to call than
         # a class whose __init__ is Python code): every field set.
-        lines = [f"def mk_{name}():", f"    o = {name}()"]
-        for (_, ft), s in zip(fields, slots):
-            lines.append(f"    o.{s} = {self.new_value(ft)}")
+        lines = [f"def mk_{name}():"]
+        lines.extend("    " + line for line in self._maker_lines(name, fields, "o"))
         lines.append("    return o")
         lines.append(f"class {name}:")
         lines.append(f"    __slots__ = {tuple(slots)!r}")
@@ -242,27 +250,13 @@ def _extract_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
     ``vbits`` is the varbit field's width for the two-argument extract."""
     fixed_bits = t.width
     lines = ["    def _ext(self, cur, vbits=0):"]
-    lines.append("        o = cur.off")
     groups = _fixed_plan(t, fields)
     if groups is not None:
         # One struct call, then each field from its (small) group value.
-        unpack = f"_u_{name}"
-        chunks.append(f"{unpack} = Struct({bytepack.struct_format(groups)!r}).unpack_from")
-        widths = [field_width(ft) for _, ft in fields]
-        lines.append(f"        e = o + {fixed_bits // 8}")
-        lines.append("        if e > cur.end: raise ParserError(ERR_PACKET_TOO_SHORT)")
-        names = [f"g{i}" for i in range(len(groups))]
-        lines.append(f"        {''.join(n + ', ' for n in names)}= {unpack}(cur.buf, o)")
-        for g, var in zip(groups, names):
-            if not g.native:
-                lines.append(f"        {var} = int.from_bytes({var}, 'big')")
-            for i in range(g.first, g.first + g.count):
-                s, ft = fields[i]
-                raw = bytepack.field_from_group(g, i, var, widths)
-                lines.append(f"        self.{s} = {_unsigned_to_field(raw, ft)}")
-        lines.append("        self._v = True")
-        lines.append("        cur.off = e")
+        chunks.append(f"_u_{name} = Struct({bytepack.struct_format(groups)!r}).unpack_from")
+        lines.extend("        " + line for line in extract_lines(name, t, "self", "cur", ""))
         return lines
+    lines.append("        o = cur.off")
     if t.has_varbit:
         # BMv2's extract_VL: the checks in this order.
         max_bits = fixed_bits + sum(f.max_width for _, f in fields if isinstance(f, VarbitType))
@@ -293,6 +287,34 @@ def _extract_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
         consumed = f"({consumed} + {w})" if consumed != "0" else str(w)
     lines.append("        self._v = True")
     lines.append("        cur.off = e")
+    return lines
+
+
+def extract_lines(name: str, t: HeaderType, header: str, cur: str, tag: str) -> list[str]:
+    """The statements of a fixed-width header's extract (class ``name``,
+    its unpacker ``_u_<name>``): from the cursor ``cur`` into ``header``,
+    temporaries named with ``tag`` (so that several can share a function).
+    [] when the header has a varbit field or is not a whole number of bytes
+    (its ``_ext`` method does more)."""
+    fields = [(py_ident(f.name), f.type) for f in t.fields]
+    groups = _fixed_plan(t, fields)
+    if groups is None:
+        return []
+    widths = [field_width(ft) for _, ft in fields]
+    o, e = f"o{tag}", f"e{tag}"
+    lines = [f"{o} = {cur}.off", f"{e} = {o} + {t.width // 8}",
+             f"if {e} > {cur}.end: raise ParserError(ERR_PACKET_TOO_SHORT)"]
+    names = [f"g{i}{tag}" for i in range(len(groups))]
+    lines.append(f"{''.join(n + ', ' for n in names)}= _u_{name}({cur}.buf, {o})")
+    for g, var in zip(groups, names):
+        if not g.native:
+            lines.append(f"{var} = int.from_bytes({var}, 'big')")
+        for i in range(g.first, g.first + g.count):
+            s, ft = fields[i]
+            raw = bytepack.field_from_group(g, i, var, widths)
+            lines.append(f"{header}.{s} = {_unsigned_to_field(raw, ft)}")
+    lines.append(f"{header}._v = True")
+    lines.append(f"{cur}.off = {e}")
     return lines
 
 

@@ -161,6 +161,7 @@ class V1ModelPipeline:
         (self._f_parser, self._f_verify, self._f_ingress, self._f_egress, self._f_compute,
          self._f_deparser) = fns
         self._Frame = self.compiled.namespace["PacketFrame"]
+        self._mk_packet = self.compiled.namespace["mk_packet"]  # (ctx) -> a fresh frame
         self._Hdr = self.compiled.maker_for(self._types["hdr"])
         self._Meta = self.compiled.maker_for(self._types["meta"])
         self._Sm = self.compiled.maker_for(self._types["sm"])
@@ -318,11 +319,9 @@ class V1ModelPipeline:
                 return result
             now = self._clock_us()
             ctx = PacketContext(len(data), now, self.rng)
-            f = self._Frame()
-            f._ctx = ctx
-            f.hdr = self._Hdr()
-            meta = f.meta = self._Meta()
-            sm = f.sm = ctx.sm = self._Sm()
+            f = self._mk_packet(ctx)
+            meta = f.meta
+            sm = ctx.sm = f.sm
             if preserved:
                 for name, value in preserved.items():
                     setattr(meta, name, value)

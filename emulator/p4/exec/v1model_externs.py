@@ -14,7 +14,7 @@ from emulator.p4 import ir
 from emulator.p4.exec import bytepack
 from emulator.p4.exec.externs import HASHES
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
-from emulator.p4.exec.layout import is_aggregate, py_ident, scalar_width
+from emulator.p4.exec.layout import extract_lines, is_aggregate, py_ident, scalar_width
 from emulator.p4.types import (
     BitsType, BoolType, EnumType, HeaderType, HeaderUnionType, StackType, StructType, VarbitType,
 )
@@ -129,6 +129,14 @@ class V1ModelLowering:
         if isinstance(dest, ir.Member) and isinstance(dest.base.type, HeaderUnionType):
             gen.pre.append(f"{code}._ext({cur}{vbits})")
             return f"{gen.expr(dest.base)}._only({code})"
+        if not vbits and isinstance(dest.type, HeaderType):
+            # A fixed-width header: its extract inline, no method call.
+            tag = gen.fresh("x")[1:]
+            lines = extract_lines(gen.layouts.class_name(dest.type), dest.type, f"h{tag}",
+                                  f"c{tag}", tag)
+            if lines:
+                gen.pre.extend([f"h{tag} = {code}", f"c{tag} = {cur}"] + lines[:-1])
+                return lines[-1]
         return f"{code}._ext({cur}{vbits})"
 
     def _m_packet_in_lookahead(self, gen: Codegen, call: ir.ExternCall, cur: str) -> str:

@@ -1,5 +1,6 @@
 """The parser as one generated function: states inlined along acyclic
-transitions, a function per state (and a loop) where states can repeat."""
+transitions, a function per state (and a loop) where states can repeat;
+fixed-width headers extracted inline."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def test_an_acyclic_parser_is_one_function_and_parses_every_path():
     sw = Switch.build(v1switch(**DIAMOND))
     source = sw.pipe.compiled.source
     assert "def st" not in source and "while st is not None" not in source
+    assert "._ext(" not in source.split("def blk", 1)[1]  # fixed-width extracts inline too
     # plain IPv4, IPv4 behind a VLAN tag (the second path to the same state), ARP
     assert sw.one(0, h(ETH_HDR, "0800", "45 00 0014", "ff")) == h(ETH_HDR, "0800", "45 aa 0014", "ff")
     assert sw.one(0, h(ETH_HDR, "8100", "0001 0800", "45 00 0014")) == \
@@ -64,6 +66,7 @@ def test_a_parser_with_a_loop_keeps_a_function_per_state():
     sw = Switch.build(v1switch(**LOOP))
     source = sw.pipe.compiled.source
     assert "while st is not None" in source and "def st" in source
+    assert "stack_next(" in source  # a stack's next element through its method
     assert sw.one(0, h(ETH_HDR, "0000", "02 04 05")) == h(ETH_HDR, "0000", "22 04 05")  # v = 0x11, last 0
     assert sw.one(0, h(ETH_HDR, "0000", "03", "ffff")) == h(ETH_HDR, "0000", "23", "ffff")
 
