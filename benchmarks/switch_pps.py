@@ -18,7 +18,10 @@ root. Run from the repository root::
 ``us_per_packet`` the switch process's CPU time per forwarded packet;
 ``cpu_percent`` its CPU use over the window (100 = one core), from /proc;
 ``load_average`` the machine's 1-minute load when the run started (other
-work shares the cores). ``--receiver drain`` (the default) has the counting
+work shares the cores); for the built-in switch on fabric.p4,
+``rx_overruns`` (frames the kernel dropped for the switch's full receive
+ring: the blaster offers more than it forwards) and ``rx_ring_holes``
+(ring slots the switch skipped, each after waiting 1 ms), over the window. ``--receiver drain`` (the default) has the counting
 reader take what arrived every millisecond without waiting on its socket;
 ``--receiver block`` has it sleep in recv(), so that every frame the switch
 sends has to wake it, and the switch pays for the wake-up (see
@@ -192,14 +195,20 @@ def run_fabric(target: str, seconds: float, offered_pps: float, frame_bytes: int
         assert proc is not None
         rx = packet_socket(net.netns_name(b.server) or "", b.intf, rcvbuf_bytes=32 << 20)
         rx.settimeout(0.2)
+        window = None
+        if target == "builtin":
+            from emulator.targets.builtin.queue_control import QueueControlClient
+            window = QueueControlClient(net.switch_addresses()[a.switch])
         try:
-            return _measure(net.netns_name(a.server) or "", a.intf, rx, frame, proc.pid,
-                            seconds, offered_pps, profile,
-                            lambda data: data[12:14] == b"\x08\x00"
-                            and data[23] == 17, receiver) | {
-                                "program": "fabric.p4", "target": target, "frame_bytes": frame_bytes}
+            result = _measure(net.netns_name(a.server) or "", a.intf, rx, frame, proc.pid,
+                              seconds, offered_pps, profile,
+                              lambda data: data[12:14] == b"\x08\x00"
+                              and data[23] == 17, receiver, window)
+            return result | {"program": "fabric.p4", "target": target, "frame_bytes": frame_bytes}
         finally:
             rx.close()
+            if window is not None:
+                window.close()
 
 
 DRAIN_EVERY_S = 0.001
@@ -241,7 +250,12 @@ def count_frames(rx: socket.socket, until: float, counts, receiver: str) -> int:
 
 def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, pid: int,
              seconds: float, offered_pps: float, profile: str | None, counts,
-             receiver: str) -> dict:
+             receiver: str, switch=None) -> dict:  # type: ignore[no-untyped-def]
+    """The figures of one measuring window; ``switch`` (a built-in switch's
+    QueueControlClient, or None) adds what its ports lost over the window:
+    frames the kernel dropped for a full receive ring (``rx_overruns``, the
+    blaster offering more than the switch forwards) and ring slots it
+    skipped (``rx_ring_holes``, each after waiting 1 ms)."""
     warmup = 1.0
     blaster = subprocess.Popen(
         ["ip", "netns", "exec", blast_ns, sys.executable, "-c", BLASTER, blast_iface,
@@ -258,9 +272,17 @@ def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, p
         spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-o", profile,
                                 "-d", str(int(seconds)), "-f", "raw", "--threads", "--gil"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if switch is not None:
+        switch.reset_stats()
     cpu0, w0 = cpu_seconds(pid), time.monotonic()
     arrivals = count_frames(rx, w0 + seconds, counts, receiver)
     cpu1, w1 = cpu_seconds(pid), time.monotonic()
+    lost = {}
+    if switch is not None:
+        ports = switch.get_port_stats()["ports"]
+        lost = {"rx_overruns": sum(p["drops"].get("rx_overrun", 0) for p in ports),
+                "rx_ring_holes": sum(p.get("rx_ring_holes", 0)
+                                     for p in switch.get_fidelity()["ports"])}
     out, err = blaster.communicate(timeout=30)
     if blaster.returncode:
         raise RuntimeError(f"blaster failed: {err.strip()}")
@@ -274,7 +296,8 @@ def _measure(blast_ns: str, blast_iface: str, rx: socket.socket, frame: bytes, p
             "us_per_packet": round(cpu / arrivals * 1e6, 2) if arrivals else None,
             "cpu_percent": round(100 * cpu / wall, 1),
             "system_cpu_percent": round(100 * system / wall, 1),
-            "mbps": round(arrivals / wall * len(frame) * 8 / 1e6, 1), "seconds": round(wall, 2)}
+            "mbps": round(arrivals / wall * len(frame) * 8 / 1e6, 1),
+            "seconds": round(wall, 2)} | lost
 
 
 def run(target: str, seconds: float, offered_pps: float, frame_bytes: int, p4: str,
