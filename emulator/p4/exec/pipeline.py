@@ -309,8 +309,12 @@ class V1ModelPipeline:
         hand-off: ``result.queued`` holds what goes to egress queues (clones,
         multicast copies, the packet itself). A resubmitted packet takes
         another pass of the loop, with the fields its field list preserved."""
-        result = _result([])
-        queued = result.queued
+        # Made without __init__: empty fields one shared tuple (most packets
+        # add to one field at most).
+        result = _new_object(ProcessResult)
+        result.outputs = result.digests = result.logs = result.recirculate = _NOTHING
+        result.queued = queued = []
+        result.dropped = 0
         passes = 0
         while True:
             passes += 1
@@ -427,7 +431,9 @@ class V1ModelPipeline:
         empty queue, now). ``result.queued`` holds E2E clones (to be queued
         again), ``result.recirculate`` packets to feed back into
         :meth:`ingress`."""
-        result = _result(_NOTHING)
+        result = _new_object(ProcessResult)  # (as in ingress)
+        result.outputs = result.digests = result.logs = result.recirculate = result.queued = _NOTHING
+        result.dropped = 0
         if queue is None:
             queue = self._no_queue
         port = item.port
@@ -524,16 +530,6 @@ class V1ModelPipeline:
 
 _NOTHING: tuple = ()
 _new_object = object.__new__
-
-
-def _result(queued: list[EgressItem] | tuple) -> ProcessResult:
-    """A result for the pipeline to fill: made without ``__init__``, its
-    empty fields one shared tuple (most packets add to one field at most)."""
-    r = _new_object(ProcessResult)
-    r.outputs = r.digests = r.logs = r.recirculate = _NOTHING
-    r.queued = queued
-    r.dropped = 0
-    return r
 
 
 def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
