@@ -15,10 +15,10 @@ least one GPU.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from emulator.scenario.errors import KeyPath, Where
+from emulator.scenario.names import PatternError, is_pattern, matcher
 from emulator.scenario.spec import (
     BEST_EFFORT_PRIORITY,
     DEFAULT_STORM_QUANTA,
@@ -51,7 +51,6 @@ from emulator.topology.units import RATE_HINT, parse_rate_bps
 
 T = TypeVar("T")
 Raw = Mapping[str, Any]
-_PATTERN_CHARS = frozenset("*?[")
 FLOW_SIZE_HINT = f"{SIZE_HINT}; or {UNLIMITED} to send until stopped"
 
 
@@ -71,7 +70,7 @@ class Context:
 
     def gpu(self, name: str, path: KeyPath) -> str:
         """A GPU name (no pattern) that exists."""
-        if _PATTERN_CHARS & set(name):
+        if is_pattern(name):
             raise self.where.error(path, f"{name!r} is a pattern; name one GPU (e.g. srv0/gpu0)")
         try:
             return self.topology.gpu(name).name
@@ -83,10 +82,11 @@ class Context:
         named: set[str] = set()
         matched: set[str] = set()
         for index, name in enumerate(names):
-            if not _PATTERN_CHARS & set(name):
+            if not is_pattern(name):
                 named.add(self.gpu(name, [*path, index]))
                 continue
-            hits = {gpu.name for gpu in self.topology.gpus if fnmatchcase(gpu.name, name)}
+            match = self.pattern(name, [*path, index])
+            hits = {gpu.name for gpu in self.topology.gpus if match(gpu.name)}
             if not hits:
                 first, last = self.topology.gpus[0].name, self.topology.gpus[-1].name
                 raise self.where.error([*path, index], (
@@ -95,6 +95,13 @@ class Context:
             matched |= hits
         order = [gpu.name for gpu in self.topology.gpus if gpu.name in named | matched]
         return order, matched - named
+
+    def pattern(self, name: str, path: KeyPath) -> Callable[[str], bool]:
+        """The test of names against pattern ``name`` (see :mod:`.names`)."""
+        try:
+            return matcher(name)
+        except PatternError as exc:
+            raise self.where.error(path, str(exc)) from None
 
     def switch(self, name: str, path: KeyPath) -> Switch:
         try:

@@ -19,14 +19,13 @@ GPUs); ``kv-handoff`` takes ``prefill`` and ``decode`` GPU lists.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import Any, Sequence
 
 from emulator.scenario.errors import KeyPath
+from emulator.scenario.names import is_pattern
 from emulator.scenario.parse import Context, Raw, _size, duration
 from emulator.scenario.spec import BEST_EFFORT_PRIORITY, CollectiveSpec, PrioritySpec
 
-_PATTERN_CHARS = frozenset("*?[")
 RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter")
 
 
@@ -128,7 +127,7 @@ def _ordered_gpus(ctx: Context, names: Sequence[str], path: KeyPath) -> list[str
     """GPU names and patterns in the order written; a repeat is an error."""
     out: list[str] = []
     for index, name in enumerate(names):
-        if _PATTERN_CHARS & set(name):
+        if is_pattern(name):
             hits = ctx.gpus([name], [*path, index])[0]
         else:
             hits = [ctx.gpu(name, [*path, index])]
@@ -143,7 +142,8 @@ def _ordered_servers(ctx: Context, names: Sequence[str], path: KeyPath) -> list[
     known = [server.name for server in ctx.topology.servers]
     out: list[str] = []
     for index, name in enumerate(names):
-        hits = [s for s in known if fnmatchcase(s, name)]
+        match = ctx.pattern(name, [*path, index])
+        hits = [s for s in known if match(s)]
         if not hits:
             raise ctx.where.error([*path, index], (
                 f"{name!r} matches no server of topology {ctx.topology.name} (its servers are "

@@ -87,9 +87,10 @@ _PRIORITY = _int(0, 7)
 _DSCP = _int(0, 63)
 _PRIORITY_LIST = _list(_PRIORITY, "a list of priorities from 0 to 7, e.g. [3]", unique=True)
 _GPU = {"type": "string", "description": "a GPU name srvS/gpuR (e.g. srv0/gpu0)"}
-_GPU_LIST = _list({"type": "string", "description": "a GPU name or pattern (e.g. srv*/gpu0)"},
-                  "a list of GPU names or patterns, e.g. [srv0/gpu0, srv*/gpu1]", min_items=1,
-                  unique=True)
+_GPU_LIST = _list({"type": "string", "description": "a GPU name or pattern (e.g. srv*/gpu0, "
+                                                    "srv[0-15]/gpu0: [N-M] is a range of numbers)"},
+                  "a list of GPU names or patterns, e.g. [srv0/gpu0, srv*/gpu1, 'srv[0-15]/gpu2']",
+                  min_items=1, unique=True)
 _ID = {"type": "string", "pattern": _NAME, "maxLength": 64, "description": _NAME_HINT}
 
 _ECN_KEYS: dict[str, Any] = {
@@ -182,8 +183,9 @@ GENERATOR_SCHEMAS: dict[str, dict[str, Any]] = {
 
 # Collectives (emulator.scenario.collectives): the ranks are ``gpus`` (in
 # ring order) or ``servers`` (one rank per server, its GPU by ``placement``).
-_SERVER_LIST = _list({"type": "string", "description": "a server name or pattern (e.g. srv*)"},
-                     "a list of server names or patterns, e.g. [srv0, srv1] or ['srv[0-3]']",
+_SERVER_LIST = _list({"type": "string", "description": "a server name or pattern (e.g. srv*, "
+                                                       "srv[0-15]: [N-M] is a range of numbers)"},
+                     "a list of server names or patterns, e.g. [srv0, srv1] or ['srv[0-15]']",
                      min_items=1, unique=True)
 _COLLECTIVE_COMMON: dict[str, Any] = {
     "kind": {"enum": list(COLLECTIVE_KINDS), "description": _one_of(COLLECTIVE_KINDS)},
