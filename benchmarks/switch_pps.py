@@ -21,9 +21,10 @@ root. Run from the repository root::
 work shares the cores); for the built-in switch on fabric.p4,
 ``rx_overruns`` (frames the kernel dropped for the switch's full receive
 ring: the blaster offers more than it forwards) and ``rx_ring_holes``
-(ring slots the switch skipped, each after waiting 1 ms), over the window. ``--receiver drain`` (the default) has the counting
-reader take what arrived every millisecond without waiting on its socket;
-``--receiver block`` has it sleep in recv(), so that every frame the switch
+(ring slots the switch skipped, each after waiting 1 ms), over the window.
+``--receiver drain`` (the default) has the counting reader take what
+arrived every millisecond without waiting on its socket; ``--receiver
+block`` has it sleep in recv(), so that every frame the switch
 sends has to wake it, and the switch pays for the wake-up (see
 :func:`count_frames`): compare figures taken the same way. ``--target
 bmv2`` needs ``p4c-bm2-ss`` and ``simple_switch_grpc`` (the Vagrant VM);
@@ -195,20 +196,20 @@ def run_fabric(target: str, seconds: float, offered_pps: float, frame_bytes: int
         assert proc is not None
         rx = packet_socket(net.netns_name(b.server) or "", b.intf, rcvbuf_bytes=32 << 20)
         rx.settimeout(0.2)
-        window = None
+        switch = None
         if target == "builtin":
             from emulator.targets.builtin.queue_control import QueueControlClient
-            window = QueueControlClient(net.switch_addresses()[a.switch])
+            switch = QueueControlClient(net.switch_addresses()[a.switch])
         try:
             result = _measure(net.netns_name(a.server) or "", a.intf, rx, frame, proc.pid,
                               seconds, offered_pps, profile,
                               lambda data: data[12:14] == b"\x08\x00"
-                              and data[23] == 17, receiver, window)
+                              and data[23] == 17, receiver, switch)
             return result | {"program": "fabric.p4", "target": target, "frame_bytes": frame_bytes}
         finally:
             rx.close()
-            if window is not None:
-                window.close()
+            if switch is not None:
+                switch.close()
 
 
 DRAIN_EVERY_S = 0.001

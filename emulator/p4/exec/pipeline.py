@@ -162,7 +162,6 @@ class V1ModelPipeline:
          self._f_deparser) = fns
         self._Frame = self.compiled.namespace["PacketFrame"]
         self._mk_packet = self.compiled.namespace["mk_packet"]  # (ctx) -> a fresh frame
-        self._Hdr = self.compiled.maker_for(self._types["hdr"])
         self._Meta = self.compiled.maker_for(self._types["meta"])
         self._Sm = self.compiled.maker_for(self._types["sm"])
         fns = self.compiled.action_fns
@@ -279,11 +278,8 @@ class V1ModelPipeline:
     # ---- packet flow -------------------------------------------------------------
     def _frame(self, ctx: PacketContext) -> object:
         """A fresh packet frame: new headers (invalid), metadata (zero)."""
-        f = self._Frame()
-        f._ctx = ctx
-        f.hdr = self._Hdr()
-        f.meta = self._Meta()
-        f.sm = ctx.sm = self._Sm()
+        f = self._mk_packet(ctx)
+        ctx.sm = f.sm  # type: ignore[attr-defined]
         return f
 
     def _copy(self, f: object, ctx: PacketContext) -> object:
