@@ -4,7 +4,7 @@ Two figures, never a verdict:
 
 **sim** (no root): the agent's own code on the virtual-time harness
 (:class:`~emulator.traffic.agent.sim.SimNetwork`), measured as
-``emulator.scenario.calibrate`` does: one RDMA WRITE of ``size`` between
+``emulator.budget.calibrate`` does: one RDMA WRITE of ``size`` between
 two agents on a 100 Gb/s wire, DCQCN on, path MTU 1024 and 4096 bytes;
 the process CPU time of the whole run (``time.process_time``, the least of
 ``--repeats`` runs: other work on the machine only adds to it) divided by

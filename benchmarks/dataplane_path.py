@@ -1,7 +1,7 @@
 """CPU µs per frame of the built-in switch's data path around the P4
 executor, on a programmed fabric.p4 leaf of the virtual-time fabric.
 
-The harness is :func:`emulator.scenario.calibrate.measure_switch_us`'s:
+The harness is :func:`emulator.budget.calibrate.measure_switch_us`'s:
 RoCEv2 WRITE frames of ``--frame-bytes`` enter the host port of srv0/gpu0
 (``rx_link`` on, as a live host port receives) one at a time, each with
 ``dp.receive(port, frame, now); dp.run_due(now)``, so every frame takes the
@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emulator.scenario.calibrate import calibration_leaf  # noqa: E402
+from emulator.budget.calibrate import calibration_leaf  # noqa: E402
 
 ROCE_HEADERS = 58  # bytes of a RoCEv2 WRITE frame around its payload (Eth, IPv4, UDP, BTH, ICRC)
 

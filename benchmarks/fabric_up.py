@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from emulator.scenario.session import FabricSession
+from emulator.run.session import FabricSession
 from emulator.topology import load_topology
 
 REPO = Path(__file__).resolve().parents[1]

@@ -114,7 +114,7 @@ def fabric_leaf(packets: int) -> dict[str, float]:
     calibration's): µs per RoCEv2 WRITE frame (1 KB payload) through
     ingress and egress."""
     from emulator.p4.exec.pipeline import QueueInfo
-    from emulator.scenario.calibrate import calibration_leaf
+    from emulator.budget.calibrate import calibration_leaf
 
     with calibration_leaf() as leaf:
         pipe, port, frame = leaf.pipeline, leaf.port, leaf.frame

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from emulator.scenario.loader import scenario_from_dict  # noqa: E402
-from emulator.scenario.sim_runner import run_sim  # noqa: E402
+from emulator.run.sim import run_sim  # noqa: E402
 from emulator.scenario.units import parse_size_bytes  # noqa: E402
 
 SHAPES = {16: (4, 4, 2), 64: (8, 8, 4), 128: (16, 8, 4)}

@@ -182,7 +182,7 @@ def run_fabric(target: str, seconds: float, offered_pps: float, frame_bytes: int
                log_level: str, profile: str | None, receiver: str) -> dict:
     """fabric.p4 on a programmed leaf of a real (two-server) fabric."""
     from emulator.network.fabric_net import NetworkOptions
-    from emulator.scenario.session import FabricSession
+    from emulator.run.session import FabricSession
 
     topology = fabric_topology()
     frame = roce_frame(topology, frame_bytes)

@@ -52,13 +52,13 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from emulator.scenario import load_scenario
-    from emulator.scenario.summary import summary
-    from emulator.scenario.runner import default_out_dir, run_scenario
+    from emulator.measure.summary import summary
+    from emulator.run import default_out_dir, run_scenario
 
     console = Console()
     scenario = load_scenario(args.scenario, target_override=args.target,
                              time_scale_override=parse_time_scale(args.time_scale))
-    from emulator.scenario.agents import AgentStartError
+    from emulator.run.agent_process import AgentStartError
 
     out = Path(args.out) if args.out else default_out_dir(scenario)
     try:

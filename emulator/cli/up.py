@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _up(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from emulator.scenario.session import FabricSession
+    from emulator.run.session import FabricSession
     from emulator.topology import load_topology
 
     topology = load_topology(args.topology)

@@ -1,7 +1,7 @@
 """Where a live run's host fell behind, on every timeline plot.
 
 The runner writes ``behind.csv`` (``start_s,end_s`` per span, seconds since
-the run's start; :mod:`emulator.scenario.fidelity`): the stretches in which
+the run's start; :mod:`emulator.fidelity.verdict`): the stretches in which
 a switch or NIC agent sent more than 1 % of its frames later than one frame
 time, or gave lag up. :func:`shade_behind` shades those spans on every axes
 of a timeline figure and says so in one line at the bottom, so a reader

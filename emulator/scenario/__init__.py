@@ -4,16 +4,22 @@ A scenario names a topology, the switches' buffers, ECN, PFC and traffic
 classes, the hosts' MTU and DCQCN, the traffic (flows and generators),
 timed events, packet captures and the expected outcome (see
 ``scenarios/README.md`` for the format, key by key). Nothing here needs
-root or starts anything; the runner (later) consumes a :class:`Scenario`.
+root or starts anything; :mod:`emulator.run` runs a :class:`Scenario` on
+either clock, :mod:`emulator.measure` turns what it measured into results.
 
 - :func:`load_scenario`, :func:`scenario_from_dict` (:mod:`.loader`): read
   and check, raising one-line :class:`ScenarioError`\\ s;
 - :data:`SCHEMA` (:mod:`.schema`): the JSON Schema of a file;
-- the typed spec (:mod:`.spec`) and units (:mod:`.units`);
-- :func:`expand_workload` (:mod:`.workload`): generators to flows;
+- the typed spec (:mod:`.spec`), units (:mod:`.units`) and name patterns
+  (:mod:`.names`), parsed by :mod:`.parse` and :mod:`.parse_collectives`,
+  checked across keys by :mod:`.checks`;
+- :func:`expand_workload` (:mod:`.workload`): generators and collectives to
+  flows; :mod:`.collectives`: a collective's flows and dependent messages;
 - :func:`to_fabric_settings` (:mod:`.fabric`): the controller's settings.
 - ``time_scale`` (:mod:`.scale`): a file in data-centre units, emulated
-  k times slower; the loader returns the emulated scenario.
+  k times slower; the loader returns the emulated scenario. ``auto`` asks
+  :mod:`emulator.budget` for k, from the load the file offers
+  (:mod:`.load`).
 """
 
 from emulator.scenario.errors import ScenarioError

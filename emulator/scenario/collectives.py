@@ -37,7 +37,7 @@ different rails leaves from the sender's server through the NIC on the
 receiver's rail (PXN: the data first crosses NVLink to the GPU on the
 right rail), so it stays on one rail.
 
-Metrics (:mod:`.collective_metrics`) use the nccl-tests definitions:
+Metrics (:mod:`emulator.measure.collective_metrics`) use the nccl-tests definitions:
 algbw = S / time, busbw = algbw × (2(n−1)/n for all-reduce, (n−1)/n for
 all-gather, reduce-scatter and all-to-all, 1 for pipeline).
 """
@@ -47,7 +47,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from emulator.scenario.agents import stripes
+from emulator.scenario.spec import stripes
 from emulator.scenario.spec import CollectiveSpec, FlowSpec
 from emulator.topology import Topology
 

@@ -18,7 +18,7 @@ checks in this order, stopping at the first problem, which becomes one
    with ``time_scale`` recorded as 1 (:func:`~.scale.native`). ``auto``
    (in the file, or given as ``time_scale_override``, the CLI's
    ``--time-scale``) is chosen from the load the scenario will offer
-   against this machine's per-frame cost (:mod:`.budget`), after every
+   against this machine's per-frame cost (:mod:`emulator.budget`), after every
    other check; the choice and its budget are kept in
    ``Scenario.time_scale_choice``.
 """

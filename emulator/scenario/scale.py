@@ -37,9 +37,10 @@ line rate (:func:`emulation_warnings` says so when k ≠ 1).
 ``time_scale: auto`` picks the least slowdown at which this machine keeps
 up with the load the scenario will offer: frames per second at each switch
 and NIC agent (from its flows, generators and collectives, :mod:`.load`)
-against what a frame costs here (:mod:`.calibrate`, measured once and
-cached), by the bounds of :mod:`.budget`; :func:`with_choice` applies it
-and records the choice and its budget (``Scenario.time_scale_choice``).
+against what a frame costs here (:mod:`emulator.budget.calibrate`,
+measured once and cached), by the bounds of :mod:`emulator.budget.choose`
+(:func:`choose_time_scale`); :func:`with_choice` applies it and records
+the choice and its budget (``Scenario.time_scale_choice``).
 :func:`auto_time_scale` (the smallest power of ten that brings the fastest
 link down to :data:`COMFORTABLE_RATE_BPS`) is only what the warnings
 suggest without a calibration. An emulated link faster than
@@ -61,7 +62,11 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, MutableMapping, TypeVar
 
+from emulator.budget import calibrate
+from emulator.budget.calibrate import Calibration
+from emulator.budget.choose import choose
 from emulator.scenario.errors import Where
+from emulator.scenario.load import offered_load
 from emulator.scenario.spec import DcqcnSpec, HostSettings, Scenario
 from emulator.topology import Topology, build_topology
 from emulator.topology.units import format_rate
@@ -118,16 +123,22 @@ def resolve_time_scale(value: float | str, topology: Topology) -> float:
 def with_choice(scenario: Scenario, raw: float | str | None) -> Scenario:
     """``scenario`` (checked, not yet emulated) with its time scale chosen:
     ``raw`` as the file (or ``--time-scale``) gave it; ``auto`` is decided
-    by :func:`emulator.scenario.budget.choose` on this machine."""
+    by :func:`emulator.budget.choose.choose` on this machine."""
     if raw != AUTO:
         k = scenario.time_scale
         return replace(scenario, time_scale_choice={"mode": "fixed", "time_scale": k})
-    from emulator.scenario.budget import choose
-    from emulator.scenario.calibrate import calibration
-
-    k, budget = choose(scenario, calibration())
+    k, budget = choose_time_scale(scenario, calibrate.calibration())
     return replace(scenario, time_scale=k,
                    time_scale_choice={"mode": "auto", "time_scale": k, "budget": budget})
+
+
+def choose_time_scale(written: Scenario, cal: Calibration, *, cores: int | None = None,
+                      load1: float | None = None) -> tuple[int, dict[str, Any]]:
+    """(k, budget) for ``written`` (a scenario in its own units, time scale
+    not applied) at the per-frame costs ``cal``: the load it offers and its
+    fastest link, by the bounds of :func:`emulator.budget.choose.choose`."""
+    return choose(offered_load(written), fastest_link_bps(written.topology), cal,
+                  MAX_EMULATED_RATE_BPS, cores=cores, load1=load1)
 
 
 def _scaled(obj: T, k: float) -> T:

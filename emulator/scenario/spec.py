@@ -445,7 +445,7 @@ class Scenario:
     ignored_time_scale: float | None = None
     # How time_scale was chosen: {"mode": "fixed" | "auto", "time_scale": k,
     # "budget": {...} (auto: the load and per-frame costs it came from,
-    # emulator.scenario.budget)}; None for a scenario not built by the loader.
+    # emulator.budget.choose)}; None for a scenario not built by the loader.
     time_scale_choice: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -482,3 +482,11 @@ class Scenario:
 
 def _threshold_dict(threshold: Threshold) -> dict[str, int]:
     return {"bytes": threshold.amount} if threshold.unit == "bytes" else {"pkts": threshold.amount}
+
+
+def stripes(size_bytes: int | None, qps: int) -> list[int | None]:
+    """The bytes each of ``qps`` queue pairs carries (sums to ``size_bytes``)."""
+    if size_bytes is None:
+        return [None] * qps
+    share, extra = divmod(size_bytes, qps)
+    return [share + (1 if i < extra else 0) for i in range(qps)]

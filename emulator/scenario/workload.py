@@ -122,3 +122,8 @@ def permutation(gpus: tuple[str, ...], server_of: Mapping[str, str],
                 and server_of[order[j]] != server_of[target[i]]):
             target[i], target[j] = target[j], target[i]
     return dict(zip(order, target))
+
+
+def stopped_flows(scenario: Scenario) -> dict[str, int]:
+    """Flow id -> time (ns) of its ``stop_flow`` event."""
+    return {e.flow: e.at_ns for e in scenario.events if e.kind == "stop_flow" and e.flow}

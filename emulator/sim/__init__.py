@@ -8,5 +8,5 @@
 
 The switches, traffic manager, P4 program, controller and NIC agents are
 the live target's own; only the clock and the wire are this package's. The
-scenario runner for it is :mod:`emulator.scenario.sim_runner`.
+scenario runner for it is :mod:`emulator.run.sim`.
 """

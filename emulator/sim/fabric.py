@@ -1,5 +1,5 @@
 """A whole fabric in one process on the virtual clock: switches, links, NIC
-agents, programmed by the controller. What :class:`~emulator.scenario.session.FabricSession`
+agents, programmed by the controller. What :class:`~emulator.run.session.FabricSession`
 is for a live run, :class:`SimFabric` is for ``--target sim``.
 
 - **Switches**: one :class:`~emulator.targets.builtin.switch.Switch` per

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from emulator.scenario.fidelity import host_stalled
+from emulator.fidelity.verdict import host_stalled
 
 
 def skip_if_the_host_stalled(results: Mapping[str, Any], what: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from emulator.measure.report import fmt_rate, fmt_seconds
 from emulator.scenario import load_scenario
-from emulator.scenario.runner import run_scenario
+from emulator.run import run_scenario
 
 pytestmark = pytest.mark.root
 

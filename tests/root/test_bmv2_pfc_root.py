@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from emulator.scenario.session import FabricSession
+from emulator.run.session import FabricSession
 from emulator.topology import load_topology
 from tests.root.test_network_support import TOPOLOGIES
 

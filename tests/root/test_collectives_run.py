@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from emulator.scenario.loader import scenario_from_dict
-from emulator.scenario.results import check_invariants
-from emulator.scenario.runner import run_scenario
+from emulator.measure.results import check_invariants
+from emulator.run import run_scenario
 
 pytestmark = pytest.mark.root
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from emulator.cli.fabric_cli import FabricCLI
-from emulator.scenario.session import FabricSession
+from emulator.run.session import FabricSession
 from emulator.topology import load_topology
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.scenario.results import check_invariants
+from emulator.measure.results import check_invariants
 
 pytestmark = pytest.mark.root
 

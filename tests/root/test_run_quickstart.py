@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.scenario.results import check_invariants
+from emulator.measure.results import check_invariants
 from tests.root.host_noise import skip_if_the_host_stalled
 
 pytestmark = pytest.mark.root

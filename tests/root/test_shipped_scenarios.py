@@ -13,8 +13,8 @@ import pytest
 
 from emulator.measure.inspect import inspect_pcap
 from emulator.scenario import load_scenario
-from emulator.scenario.results import check_invariants
-from emulator.scenario.runner import run_scenario
+from emulator.measure.results import check_invariants
+from emulator.run import run_scenario
 from tests.root.host_noise import skip_if_the_host_stalled
 
 pytestmark = pytest.mark.root

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from emulator.measure.collective_metrics import collective_result
+from emulator.run.agent_config import build_agent_configs
+from emulator.run.qps import plan_qps
 from emulator.scenario import ScenarioError
-from emulator.scenario.agents import build_agent_configs, plan_qps
-from emulator.scenario.collective_metrics import collective_result
 from emulator.scenario.collectives import plan_collective
 from emulator.scenario.loader import scenario_from_dict
 from emulator.scenario.workload import collective_plans, expand_workload
@@ -193,7 +194,7 @@ def test_an_op_striped_over_qps_waits_for_every_stripe():
 
 
 def test_a_striped_op_arrives_with_its_last_stripe():
-    from emulator.scenario.collective_metrics import arrivals
+    from emulator.measure.collective_metrics import arrivals
 
     s = scenario(ar(servers=["srv[0-2]"], size=3000, qps=2))
     qps = plan_qps(s, expand_workload(s))

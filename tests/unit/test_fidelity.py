@@ -13,8 +13,8 @@ from emulator.fidelity import (
     REFERENCE_FRAME_BYTES, BehindSeries, LatenessHistogram, frame_time_us, merge_histograms,
 )
 from emulator.fidelity.lateness import bucket_of, bucket_upper_us
-from emulator.scenario.cpu import CpuSampler, read_cpu_times
-from emulator.scenario.fidelity import (
+from emulator.fidelity.cpu import CpuSampler, read_cpu_times
+from emulator.fidelity.verdict import (
     behind_spans, fix_line, judge, nice_ceil, suggest_time_scale, summary_line,
 )
 from emulator.targets.builtin.config import PortConfig
@@ -284,7 +284,7 @@ def test_the_fix_names_a_time_scale_and_what_auto_chose():
 
 
 def test_steal_is_measured_apart_and_the_fix_names_the_host(tmp_path):
-    from emulator.scenario.fidelity import fix_line
+    from emulator.fidelity.verdict import fix_line
     stat = tmp_path / "stat"
     # user nice system idle iowait irq softirq steal
     stat.write_text("cpu 100 0 50 800 10 0 0 40 0 0\n")
@@ -305,7 +305,7 @@ def test_steal_is_measured_apart_and_the_fix_names_the_host(tmp_path):
 
 
 def test_the_fix_does_not_ask_for_a_slower_run_when_a_core_was_free_all_along():
-    from emulator.scenario.fidelity import fix_line, machine_idle
+    from emulator.fidelity.verdict import fix_line, machine_idle
     # 4 % busy on two cores, 20 % at most: a tenth of a core at the busiest
     idle = {"faithful": False, "suggested_time_scale": 800000, "cpu_busy": 0.04,
             "cpu_busy_max": 0.2, "cores": 2}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from emulator.measure.inspect import read_pcap_frames
-from emulator.scenario.runner import _collect_captures
+from emulator.run.captures import collect_captures
 from emulator.targets.builtin.pcap import PcapWriter
 
 
@@ -25,7 +25,7 @@ def test_collect_merges_and_truncates(tmp_path: Path) -> None:
     plan = {"sw:1": (tmp_path / "pcaps" / "sw-p1.pcap", [src_in, src_out]),
             "sw:2": (tmp_path / "pcaps" / "sw-p2.pcap", [missing])}
     errors: list[str] = []
-    done = _collect_captures(plan, 3, errors)
+    done = collect_captures(plan, 3, errors)
     assert done == {"sw:1": {"file": "pcaps/sw-p1.pcap", "packets": 3, "seen": 4,
                              "truncated": True}}
     assert len(errors) == 1 and errors[0].startswith("capture sw:2:")

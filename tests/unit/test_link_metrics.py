@@ -18,8 +18,8 @@ from emulator.measure.links import (
     write_links_csv,
 )
 from emulator.scenario import expand_workload, scenario_from_dict
-from emulator.scenario.agents import plan_qps
-from emulator.scenario.results import ResultsInvariantError, assemble, check_invariants
+from emulator.run.qps import plan_qps
+from emulator.measure.results import ResultsInvariantError, assemble, check_invariants
 from emulator.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]

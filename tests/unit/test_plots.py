@@ -8,8 +8,8 @@ import csv
 import pytest
 
 from emulator.measure.plots import pause_intervals, plot_run, queue_series, top_queues
-from emulator.scenario.agents import QpPlan
-from emulator.scenario.results import QUEUES_COLUMNS, RATES_COLUMNS, write_series_csvs
+from emulator.run.qps import QpPlan
+from emulator.measure.results import QUEUES_COLUMNS, RATES_COLUMNS, write_series_csvs
 
 START = 1_700_000_000.0
 

@@ -18,7 +18,7 @@ from emulator.measure.run_series import (
     switch_pause_rows,
     write_run_series_csvs,
 )
-from emulator.scenario.results import write_series_csvs
+from emulator.measure.results import write_series_csvs
 from tests.unit.test_agent_support import QPN, pair
 
 START = 1_700_000_000.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from emulator.scenario.summary import MAX_FLOW_ROWS, shown_flows, summary
+from emulator.measure.summary import MAX_FLOW_ROWS, shown_flows, summary
 
 
 def flow(n, fct, completed=True):

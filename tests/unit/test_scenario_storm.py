@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from emulator.scenario import ScenarioError, expand_workload, load_scenario
-from emulator.scenario.agents import build_agent_configs
-from emulator.scenario.results import pause_spread
+from emulator.run.agent_config import build_agent_configs
+from emulator.measure.results import pause_spread
 from emulator.traffic.agent.config import parse_config
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"

@@ -13,9 +13,10 @@ import yaml
 
 from emulator.cli.main import main
 from emulator.scenario import ScenarioError, expand_workload, load_scenario, scenario_from_dict
-from emulator.scenario.agents import build_agent_configs, min_timeout_ms, plan_qps
-from emulator.scenario.results import assemble, check_invariants, write_csvs
-from emulator.scenario.summary import summary
+from emulator.run.agent_config import build_agent_configs, min_timeout_ms
+from emulator.run.qps import plan_qps
+from emulator.measure.results import assemble, check_invariants, write_csvs
+from emulator.measure.summary import summary
 from emulator.scenario.scale import (
     COMFORTABLE_RATE_BPS,
     DC_FIELDS,
@@ -244,7 +245,7 @@ def test_auto_is_the_smallest_power_of_ten_down_to_100_mbps(fastest_bps, k):
 def test_auto_in_a_file_is_chosen_from_the_load_and_recorded(monkeypatch):
     # auto is the budget's choice for this machine (tests/unit/test_time_budget.py);
     # here a fixed calibration stands in for the measurement
-    from emulator.scenario import calibrate
+    from emulator.budget import calibrate
     from tests.unit.test_time_budget import CAL
 
     monkeypatch.setattr(calibrate, "calibration", lambda **_: CAL)
@@ -364,7 +365,7 @@ def test_time_scale_one_check_output_has_no_emulated_part(capsys):
 
 
 def test_the_shipped_dc_incast_is_slowed_as_far_as_this_machine_needs(monkeypatch):
-    from emulator.scenario import calibrate
+    from emulator.budget import calibrate
     from tests.unit.test_time_budget import CAL
 
     monkeypatch.setattr(calibrate, "calibration", lambda **_: CAL)

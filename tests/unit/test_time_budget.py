@@ -1,6 +1,6 @@
 """``time_scale: auto`` without root: the load a scenario offers
 (:mod:`emulator.scenario.load`), the budget that picks k from it
-(:mod:`emulator.scenario.budget`) with a fixed calibration, the calibration
+(:mod:`emulator.budget.choose`) with a fixed calibration, the calibration
 cache, and ``--time-scale`` on the command line."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from emulator.scenario import calibrate
-from emulator.scenario.budget import PROCESS_SHARE, choose
-from emulator.scenario.calibrate import Calibration
+from emulator.budget import calibrate
+from emulator.budget.choose import PROCESS_SHARE
+from emulator.budget.calibrate import Calibration
 from emulator.scenario.load import ACK_FRAMES_PER_DATA, offered_load
 from emulator.scenario.loader import scenario_from_dict
+from emulator.scenario.scale import choose_time_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 CAL = Calibration(switch_us=50.0, agent_us=25.0, io_us=6.0, io_method="fixed", key="test",
@@ -70,7 +71,7 @@ def test_a_shared_link_caps_what_it_carries():
 
 def test_the_budget_keeps_every_process_under_its_share():
     written = scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}])
-    k, budget = choose(written, CAL, cores=2, load1=0.0)
+    k, budget = choose_time_scale(written, CAL, cores=2, load1=0.0)
     assert k in (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100)
     shares = budget["core_share_at_scale"]
     assert max(shares.values()) <= PROCESS_SHARE + 1e-9
@@ -79,9 +80,9 @@ def test_the_budget_keeps_every_process_under_its_share():
     # ten times the rate, ten times the slowdown (or the next nice value)
     fast = scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}],
                     rate="1Gbps")
-    assert choose(fast, CAL, cores=2, load1=0.0)[0] >= 10 * k / 2.5
+    assert choose_time_scale(fast, CAL, cores=2, load1=0.0)[0] >= 10 * k / 2.5
     # a busy machine leaves fewer cores: never a smaller k
-    assert choose(written, CAL, cores=2, load1=5.0)[0] >= k
+    assert choose_time_scale(written, CAL, cores=2, load1=5.0)[0] >= k
 
 
 def test_the_calibration_is_cached_and_remeasured_when_the_source_changes(tmp_path,
@@ -118,8 +119,8 @@ def test_time_scale_on_the_command_line(tmp_path):
 
 
 def test_a_fast_pass_does_not_shrink_the_frame_time_below_the_schedulers_lateness():
-    from emulator.scenario.budget import FRAME_COSTS, MIN_FRAME_TIME_US, required_scale
-    from emulator.scenario.load import Load
+    from emulator.budget.choose import FRAME_COSTS, MIN_FRAME_TIME_US, required_scale
+    from emulator.budget.load import Load
     idle = Load({}, {})
     frame_s = 1500 * 8 / 100e9  # one 1,500-byte frame at 100 Gb/s
     slow = Calibration(switch_us=50.0, agent_us=5.0, io_us=2.0, io_method="fixed", key="t",

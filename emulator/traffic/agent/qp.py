@@ -45,7 +45,9 @@ on the NIC's bins): payload sent first time and again, payload accepted,
 CE marks, CNPs sent and received.
 
 The QP builds frames (from its :class:`~.frames.QpFrames` templates) and
-queues control frames on its NIC; the NIC reads received frames and hands
+queues control frames on its NIC, which it knows only as a :class:`QpPort`
+(the NIC of :mod:`.nic` is one; this module does not import it); the NIC
+reads received frames and hands
 the QP their fields (:meth:`QueuePair.on_request`, :meth:`QueuePair.on_ack`,
 :meth:`QueuePair.on_cnp`) and decides when data leaves
 (:meth:`QueuePair.has_tx`, :attr:`pacer`, :meth:`QueuePair.next_frame`).
@@ -55,15 +57,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
-from emulator.traffic.agent.config import QpConfig
+from emulator.traffic.agent.config import NicConfig, QpConfig
 from emulator.traffic.agent.dcqcn import CnpGate, ReactionPoint
 from emulator.traffic.agent.frames import QpFrames
 from emulator.traffic.agent.pacing import Pacer
+from emulator.traffic.agent.pfc import PauseState
 from emulator.traffic.agent.stats import (
     CE_PACKETS, CNPS_RX, CNPS_SENT, RETX_BYTES, RX_BYTES, TX_BYTES, MessageLog, QpCounters,
-    QpSeries,
+    QpSeries, SeriesClock,
 )
 from emulator.traffic.agent.timers import Timer, TimerHeap
 from emulator.traffic.layers import opcodes as op
@@ -85,9 +88,6 @@ from emulator.traffic.roce import (
     MAX_PSN,
     RoceFlow,
 )
-
-if TYPE_CHECKING:
-    from emulator.traffic.agent.nic import Nic
 
 HALF_PSN_SPACE = 1 << 23
 PSN_SPACE = 1 << 24
@@ -132,10 +132,19 @@ class Message:
         return self.first_seq + self.npkts
 
 
+class QpPort(Protocol):
+    """What a queue pair needs of the NIC it sits on."""
+
+    config: NicConfig
+    pause: PauseState             # the PFC pauses the NIC honours, per priority
+    series_clock: SeriesClock     # the NIC's time bins, shared by its QPs' series
+    send_control: Callable[[bytes, int], None]   # queue an ACK/NAK/CNP at a priority
+
+
 class QueuePair:
     """Requester and responder of one RC queue pair (see the module docstring)."""
 
-    def __init__(self, config: QpConfig, nic: Nic, timers: TimerHeap, log: MessageLog,
+    def __init__(self, config: QpConfig, nic: QpPort, timers: TimerHeap, log: MessageLog,
                  now: float, *, wall_offset: float = 0.0, cnp_dscp: int = 48,
                  cnp_priority: int = 6, max_rate_samples: int = 20_000) -> None:
         self.config = config

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.scenario.loader import scenario_from_dict
-from emulator.scenario.sim_runner import run_sim
+from emulator.run.sim import run_sim
 
 # RoCEv2 frame of one WRITE packet: Ethernet 14, IPv4 20, UDP 8, BTH 12,
 # ICRC 4; the first packet carries a RETH (16) too. An ACK adds AETH (4).

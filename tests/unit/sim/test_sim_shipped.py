@@ -11,8 +11,8 @@ import pytest
 
 from emulator.measure.inspect import inspect_pcap
 from emulator.scenario import load_scenario
-from emulator.scenario.results import check_invariants
-from emulator.scenario.runner import run_scenario
+from emulator.measure.results import check_invariants
+from emulator.run import run_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml"))

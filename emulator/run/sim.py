@@ -1,16 +1,16 @@
-"""Run a scenario on the virtual clock (``--target sim``): the whole fabric
+"""A scenario run on the virtual clock (``--target sim``): the whole fabric
 in this process, no root, no namespaces, no sockets.
 
-The same pieces as a live run (:mod:`.runner`), with one seam, the clock
+The same pieces as a live run (:mod:`.live`), with one seam, the clock
 and the wire (:mod:`emulator.sim`):
 
 1. the workload is expanded and the queue pairs planned as for a live run;
 2. :class:`~emulator.sim.fabric.SimFabric` builds every switch (fabric.p4
    on the executor, the built-in target's data plane) and link, and the
    controller programs them over in-process P4Runtime; per-port buffer
-   overrides follow;
+   overrides follow (:mod:`.events`);
 3. one NIC agent per server that sends or receives, built from the same
-   agent config a live run writes (:func:`~.agents.build_agent_configs`),
+   agent config a live run writes (:func:`~.agent_config.build_agent_configs`),
    on the fabric's NIC link ends; ``start_at_unix`` is simulated time 0;
 4. scenario events are engine calls at their exact times (``stop_flow``,
    ``link_down``/``link_up`` take the link down in both directions and
@@ -19,7 +19,7 @@ and the wire (:mod:`emulator.sim`):
 5. the engine runs to the scenario's duration (Ctrl-C: partial results);
    the agents' snapshots, the switches' P4 counters (read over P4Runtime),
    queue statistics and series are collected and the same
-   :func:`~.runner.finish_run` writes results.json, the CSVs and the plots.
+   :func:`~.record.finish_run` writes results.json, the CSVs and the plots.
 
 Results carry ``"target": "sim"`` and a ``sim`` block: events run, frames
 delivered (link hops), simulated and wall seconds, events and hops per wall
@@ -43,10 +43,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.scenario.agents import FEED_CHUNK_S, Feeder, build_agent_configs, plan_qps
+from emulator.run.agent_config import build_agent_configs
+from emulator.run.captures import collect_captures, gpu_capture_result, start_sim_captures
+from emulator.run.events import (
+    STORM_EVENTS, apply_buffer_overrides, apply_event, storm_record, storm_request,
+)
+from emulator.run.feeder import FEED_CHUNK_S, Feeder
+from emulator.run.qps import plan_qps
+from emulator.run.record import RunRecord, finish_run
 from emulator.scenario.errors import ScenarioError
-from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
-from emulator.scenario.runner import STORM_EVENTS, RunRecord, _collect_captures, finish_run
+from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import native
 from emulator.scenario.spec import EventSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload
@@ -117,7 +123,8 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
     end = 0.0
     try:
         fabric.start()
-        _apply_buffer_overrides(scenario, fabric)
+        actions = SimFabricActions(fabric)
+        apply_buffer_overrides(scenario, actions)
         timings["fabric_up_s"] = round(time.perf_counter() - wall, 3)
         configs = build_agent_configs(scenario, flows, 0.0, qps, graph,
                                       dcqcn_time_scale=1.0)
@@ -133,8 +140,8 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
             gpus = [_gpu_of_intf(scenario, nic["name"]) for nic in cfg["nics"]]
             agent = Agent(parse_config(cfg), fabric.nic_backends(gpus), 0.0)
             nodes[server] = fabric.attach_agent(server, agent, gpus)
-        capture_files = _start_captures(scenario, fabric, out)  # NIC taps go on the agents
-        _schedule_events(scenario, qps, flows, fabric, nodes, events_done, errors)
+        capture_files = start_sim_captures(scenario, fabric, out)  # NIC taps go on the agents
+        _schedule_events(scenario, qps, flows, fabric, actions, nodes, events_done)
         timings["agents_ready_s"] = round(time.perf_counter() - wall, 3)
         try:
             end = _drive(scenario, engine, progress)
@@ -162,12 +169,12 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
     finally:
         fabric.stop()  # closes the pcaps too
     if capture_files:
-        captures.update(_collect_captures(capture_files, scenario.capture.max_packets, errors))
+        captures.update(collect_captures(capture_files, scenario.capture.max_packets, errors))
         shutil.rmtree(out / "fabric" / "pcap", ignore_errors=True)
     for point in scenario.capture.points:
         if point.port is None:
             path = out / "pcaps" / f"{point.node.replace('/', '-')}.pcap"
-            captures[str(point)] = _gpu_capture_result(path, scenario.capture.max_packets)
+            captures[str(point)] = gpu_capture_result(path, scenario.capture.max_packets)
     wall_s = time.perf_counter() - wall
     timings["total_s"] = round(wall_s, 3)
     run_wall = max(engine.wall_s, 1e-9)
@@ -201,77 +208,41 @@ def _gpu_of_intf(scenario: Scenario, intf: str) -> str:
     raise ScenarioError(f"{scenario.source}: no GPU has interface {intf}")
 
 
-def _apply_buffer_overrides(scenario: Scenario, fabric: Any) -> None:
-    for switch in scenario.topology.switches:
-        for port in switch.ports:
-            size = buffer_bytes(scenario, switch.name, port.number)
-            if size != scenario.switches.buffer_bytes:
-                fabric.switches[switch.name].set_port_config(port.number, buffer_bytes=size)
+class SimFabricActions:
+    """:class:`~.events.FabricActions` of the virtual-time fabric: a port's
+    buffer set on its switch's data plane, a link cut both ways (what is on
+    it is lost) or mended."""
 
+    def __init__(self, fabric: Any) -> None:
+        self.fabric = fabric
 
-def _start_captures(scenario: Scenario, fabric: Any, out: Path
-                    ) -> dict[str, tuple[Path, list[Path]]]:
-    """Switch points get per-port in/out pcaps (merged at the end, as a live
-    run's); GPU points record at the NIC. Timestamps: simulated time."""
-    plan: dict[str, tuple[Path, list[Path]]] = {}
-    raw = out / "fabric" / "pcap"
-    for point in scenario.capture.points:
-        if point.port is None:
-            path = out / "pcaps" / f"{point.node.replace('/', '-')}.pcap"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fabric.capture_gpu(point.node, path)
-            continue
-        raw.mkdir(parents=True, exist_ok=True)
-        sources = [raw / f"{point.node}-p{point.port}_{d}.pcap" for d in ("in", "out")]
-        fabric.capture_port(point.node, point.port, *sources)
-        plan[str(point)] = (out / "pcaps" / f"{point.node}-p{point.port}.pcap", sources)
-    return plan
+    def set_port_buffer(self, switch: str, port: int, buffer_bytes: int) -> None:
+        self.fabric.switches[switch].set_port_config(port, buffer_bytes=buffer_bytes)
 
-
-def _gpu_capture_result(path: Path, max_packets: int) -> dict[str, Any]:
-    """Keep the first ``max_packets`` of a NIC capture, as a live tcpdump ``-c`` does."""
-    from emulator.measure.inspect import read_pcap_frames
-    from emulator.targets.builtin.pcap import PcapWriter
-
-    frames = read_pcap_frames(path)
-    if len(frames) > max_packets:
-        writer = PcapWriter(path)
-        for ts, frame in frames[:max_packets]:
-            writer.write(frame, ts)
-        writer.close()
-    return {"file": str(path.relative_to(path.parent.parent)),
-            "packets": min(len(frames), max_packets), "seen": len(frames),
-            "truncated": len(frames) > max_packets}
+    def set_link_state(self, link: tuple[str, str], up: bool) -> dict[str, Any]:
+        self.fabric.link(*link).set_up(up)
+        return {"link_state": "up" if up else "down"}
 
 
 def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
-                     nodes: dict[str, Any], events_done: list[dict[str, Any]],
-                     errors: list[str]) -> None:
+                     actions: SimFabricActions, nodes: dict[str, Any],
+                     events_done: list[dict[str, Any]]) -> None:
     """Every scenario event as an engine call at its time; the feeder's ticks."""
-    from emulator.traffic.agent.storm import storm_request
+    from emulator.traffic.agent.storm import storm_request as agent_storm_request
 
     engine = fabric.engine
-    topo = scenario.topology
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
     chunk_s = min(FEED_CHUNK_S, max(scenario.duration_s / BINS_PER_RUN, 1e-6))
     feeder = Feeder(scenario, qps, ops, chunk_s=chunk_s)
     for event in scenario.events:
         if event.kind in STORM_EVENTS:
-            assert event.gpu is not None
-            gpu = topo.gpu(event.gpu)
-            request: dict[str, Any] = {"action": "start" if event.kind == "pfc_storm_start"
-                                       else "stop", "nic": gpu.intf, "at_unix": event.at_s}
-            if event.kind == "pfc_storm_start":
-                request.update(priorities=list(event.priorities), quanta=event.quanta)
-            node = nodes[gpu.server]
-            answer = storm_request(node.agent, request, 0.0)
+            server, request = storm_request(scenario, event, event.at_s)
+            node = nodes[server]
+            answer = agent_storm_request(node.agent, request, 0.0)
             engine.schedule(node)
-            events_done.append({**event.to_dict(), "applied_at_s": event.at_s, "nic": gpu.intf,
-                                "scheduled_at_s": 0.0,
-                                **({"interval_us": answer["interval_us"]}
-                                   if "interval_us" in answer else {})})
+            events_done.append(storm_record(event, request, answer, 0.0))
             continue
-        engine.call_at(event.at_s, _event_call(scenario, event, fabric, feeder, events_done))
+        engine.call_at(event.at_s, _event_call(event, feeder, actions, events_done))
     if not feeder.states:
         return
 
@@ -284,18 +255,10 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
     engine.every(chunk_s / 2, feed)
 
 
-def _event_call(scenario: Scenario, event: EventSpec, fabric: Any, feeder: Feeder,
+def _event_call(event: EventSpec, feeder: Feeder, actions: SimFabricActions,
                 events_done: list[dict[str, Any]]) -> Callable[[float], None]:
     def apply(now: float) -> None:
-        record: dict[str, Any] = {**event.to_dict(), "applied_at_s": round(now, 9)}
-        if event.kind == "stop_flow":
-            assert event.flow is not None
-            feeder.stop_flow(event.flow)
-        elif event.kind in ("link_down", "link_up"):
-            assert event.link is not None
-            fabric.link(*event.link).set_up(event.kind == "link_up")
-            record["link_state"] = "up" if event.kind == "link_up" else "down"
-        events_done.append(record)
+        events_done.append(apply_event(event, feeder, actions, round(now, 9)))
     return apply
 
 

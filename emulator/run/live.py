@@ -1,13 +1,14 @@
-"""Run a scenario end to end: build → program → drive → collect → teardown.
+"""A scenario run live (root): build → program → drive → collect → teardown.
 
-:func:`run_scenario` (root):
+:func:`run_live` (the built-in or BMv2 target; :func:`emulator.run.run_scenario`
+dispatches here):
 
 1. expands the workload (flows, generators, collectives) and plans the
    queue pairs;
 2. brings the fabric up and programs it (:class:`FabricSession` with
    :func:`to_fabric_settings`, per-port ECN/PFC overrides included, and the
    scenario's buffer; per-port buffer overrides are applied afterwards over
-   QueueControl, built-in target);
+   QueueControl, built-in target, through :mod:`.events`);
 3. reads every switch's P4 counters as a baseline (they cannot be reset over
    P4Runtime) and resets the built-in switches' queue statistics;
 4. starts one NIC agent per server that sends or receives, inside its
@@ -18,8 +19,8 @@
    due events (``stop_flow``; ``link_down``/``link_up`` set the switch-side
    interfaces of the link down/up in the root namespace: no failure
    detection or re-routing, so ECMP keeps hashing onto a down link, as a
-   fabric does before its routing converges), feeds fed flows
-   (:class:`~emulator.scenario.agents.Feeder`) and, every
+   fabric does before its routing converges; :mod:`.events`), feeds fed
+   flows (:class:`~.feeder.Feeder`) and, every
    :data:`STATS_EVERY_S`, polls the agents' status (bytes acknowledged)
    for the progress bar.
    PFC storm events (``pfc_storm_start``/``pfc_storm_stop``) are handed to
@@ -28,9 +29,10 @@
    server even when it has no flow);
 6. stops the agents (SIGTERM; they write their stats), reads the switches'
    counters, queue stats and fidelity counters, tears the fabric down
-   (always), judges whether the run kept up (:mod:`.fidelity`: switch and
-   agent lateness, lag given up, overruns, the machine's CPU use sampled
-   during the traffic by :mod:`.cpu`; results.json's ``fidelity`` block and
+   (always), judges whether the run kept up (:mod:`emulator.fidelity.verdict`:
+   switch and agent lateness, lag given up, overruns, the machine's CPU use
+   sampled during the traffic by :mod:`emulator.fidelity.cpu`; results.json's
+   ``fidelity`` block and
    ``behind.csv``, the spans where the host fell behind), and writes
    ``results.json``, ``flows.csv``, ``ports.csv``, ``links.csv`` (per-link
    bytes and utilisation, :mod:`emulator.measure.links`) into ``out_dir`` (the
@@ -46,8 +48,8 @@
    with ``--pcap``: each point's received and sent frames are merged in time
    order into ``out_dir/pcaps/<switch>-p<port>.pcap`` (the first
    ``max_packets``; results say how many were seen), then the raw per-port
-   pcaps are removed. A GPU point runs tcpdump on the GPU's interface in
-   its server's namespace (:mod:`.gpu_capture`) into
+   pcaps are removed (:mod:`.captures`). A GPU point runs tcpdump on the
+   GPU's interface in its server's namespace (:mod:`.gpu_capture`) into
    ``out_dir/pcaps/srvS-gpuR.pcap``, any target.
 
 Ctrl-C during the run stops the traffic early: what was measured is kept
@@ -68,24 +70,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.scenario.agents import (
-    AgentProcess,
-    Feeder,
-    build_agent_configs,
-    plan_qps,
-    wait_ready,
+from emulator.fidelity.cpu import CpuSampler
+from emulator.fidelity.verdict import judge, write_behind_csv
+from emulator.measure.results import counter_delta
+from emulator.run.agent_config import build_agent_configs
+from emulator.run.agent_process import AgentProcess, wait_ready
+from emulator.run.captures import collect_captures, live_capture_plan
+from emulator.run.events import (
+    LINK_EVENTS, STORM_EVENTS, apply_buffer_overrides, apply_event, storm_record, storm_request,
 )
-from emulator.scenario.collective_metrics import collective_results
-from emulator.scenario.cpu import CpuSampler
+from emulator.run.feeder import Feeder
+from emulator.run.gpu_capture import GpuCapture
+from emulator.run.qps import plan_qps
+from emulator.run.record import RunRecord, finish_run
 from emulator.scenario.errors import ScenarioError
-from emulator.scenario.fidelity import judge, virtual_fidelity, write_behind_csv
-from emulator.scenario.gpu_capture import GpuCapture
-from emulator.scenario.fabric import buffer_bytes, to_fabric_settings
-from emulator.scenario.results import (
-    assemble, check_invariants, counter_delta, write_csvs, write_series_csvs,
-)
+from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import emulated, emulation_warnings
-from emulator.scenario.spec import EventSpec, Scenario
+from emulator.scenario.spec import Scenario
 from emulator.scenario.workload import collective_plans, expand_workload
 
 TICK_S = 0.05
@@ -94,7 +95,6 @@ START_MARGIN_S = 1.5
 START_PER_AGENT_S = 0.25
 READY_TIMEOUT_S = 60.0
 SAFETY_S = 30.0
-STORM_EVENTS = ("pfc_storm_start", "pfc_storm_stop")
 # NIC agents' SCHED_FIFO priority while they stay light (RealtimeGuard).
 AGENT_REALTIME_PRIORITY = 10
 
@@ -114,18 +114,33 @@ def link_interfaces(scenario: Scenario, switch_ifaces: dict[str, dict[int, str]]
     raise ScenarioError(f"{scenario.source}: no link between {a} and {b}")
 
 
-def default_out_dir(scenario: Scenario, root: Path = Path("results")) -> Path:
-    return root / f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+class LiveFabricActions:
+    """:class:`~.events.FabricActions` of a live fabric: buffers over the
+    built-in switches' QueueControl (a BMv2 switch keeps the default), links
+    by their switch-side interfaces in the root namespace."""
+
+    def __init__(self, scenario: Scenario, net: Any, qclients: dict[str, Any]) -> None:
+        self.scenario = scenario
+        self.qclients = qclients
+        self.switch_ifaces: dict[str, dict[int, str]] = net.switch_interfaces() if any(
+            e.kind in LINK_EVENTS for e in scenario.events) else {}
+
+    def set_port_buffer(self, switch: str, port: int, buffer_bytes: int) -> None:
+        if switch in self.qclients:
+            self.qclients[switch].set_port_config(port, buffer_bytes=buffer_bytes)
+
+    def set_link_state(self, link: tuple[str, str], up: bool) -> dict[str, Any]:
+        ifaces = link_interfaces(self.scenario, self.switch_ifaces, link)
+        for iface in ifaces:
+            subprocess.run(["ip", "link", "set", "dev", iface, "up" if up else "down"],
+                           check=True, capture_output=True, timeout=10)
+        return {"interfaces": ifaces}
 
 
-def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = None, *,
-                 progress: bool = True, log: Callable[[str], None] | None = None
-                 ) -> dict[str, Any]:
-    """Run ``scenario``; returns the results (also written to ``out_dir``)."""
-    target = target or scenario.target
-    if target == "sim":
-        from emulator.scenario.sim_runner import run_sim
-        return run_sim(scenario, out_dir, progress=progress, log=log)
+def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: bool = True,
+             log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run ``scenario`` live on ``target`` (builtin or bmv2); returns the
+    results (also written to ``out_dir``)."""
     out = Path(out_dir)
     say = log or (lambda _msg: None)
     scenario = emulated(scenario)  # a no-op for a loaded scenario: the loader did it
@@ -148,7 +163,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
         {**scenario.to_dict(), "flows": [f.to_dict() for f in flows]}, indent=1, default=str))
 
     from emulator.network.fabric_net import NetworkOptions
-    from emulator.scenario.session import FabricSession
+    from emulator.run.session import FabricSession
 
     partial = False
     errors: list[str] = []
@@ -176,7 +191,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None
-            capture_files.update(_capture_plan(scenario, net, out))
+            capture_files.update(live_capture_plan(scenario, net, out))
             for point in scenario.capture.points:
                 if point.port is None:
                     gpu = scenario.topology.gpu(point.node)
@@ -193,7 +208,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                 from emulator.targets.builtin.queue_control import QueueControlClient
                 for name, addr in addresses.items():
                     qclients[name] = stack.enter_context(QueueControlClient(addr))
-                _apply_buffer_overrides(scenario, qclients)
+            actions = LiveFabricActions(scenario, net, qclients)
+            apply_buffer_overrides(scenario, actions)
             def read_counters(name: str) -> dict[int, dict[int, dict[str, int]]]:
                 return ctl.read_counters(name, [p.number for p in
                                                 scenario.topology.switch(name).ports])
@@ -232,7 +248,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
             cpu.start()
             timings["drive_s"] = round(time.perf_counter() - clock, 3)
             try:
-                _drive(scenario, qps, flows, agents, sockdir, start_unix, net, events_done,
+                _drive(scenario, qps, flows, agents, start_unix, actions, events_done,
                        progress, feeding)
             except KeyboardInterrupt:
                 partial = True
@@ -263,7 +279,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
     if capture_files:  # the switches have stopped: their pcaps are complete
-        captures.update(_collect_captures(capture_files, scenario.capture.max_packets, errors))
+        captures.update(collect_captures(capture_files, scenario.capture.max_packets, errors))
         shutil.rmtree(out / "fabric" / "net" / "pcap", ignore_errors=True)
     timings["total_s"] = round(time.perf_counter() - clock, 3)
     fidelity = judge(switch_fidelity, agent_stats, cpu.result(since_unix=start_unix),
@@ -278,96 +294,6 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                                  **({"time_scale_choice": scenario.time_scale_choice}
                                     if scenario.time_scale_choice else {}),
                                  **({"captures": captures} if captures else {})}), say)
-
-
-@dataclass
-class RunRecord:
-    """What a run measured, whichever clock ran it: the input of :func:`finish_run`."""
-
-    scenario: Scenario
-    target: str
-    out: Path
-    flows: list
-    qps: list
-    plans: list
-    agent_stats: dict[str, dict[str, Any] | None]
-    counters: dict[str, Any]
-    queue_stats: dict[str, Any]
-    queue_series: dict[str, Any]
-    start_unix: float
-    end_unix: float
-    partial: bool
-    extra: dict[str, Any]
-
-
-def finish_run(run: RunRecord, say: Callable[[str], None]) -> dict[str, Any]:
-    """Assemble results.json, check its invariants, write it with the CSVs
-    and the plots into ``run.out``; returns the results."""
-    extra = dict(run.extra)
-    if run.target == "sim":
-        extra.setdefault("fidelity", virtual_fidelity())
-    if run.plans:
-        extra["collectives"] = collective_results(run.plans, run.qps, run.agent_stats,
-                                                  run.start_unix)
-    results = assemble(run.scenario, run.target, run.flows, run.qps, run.agent_stats,
-                       run.counters, run.queue_stats, start_unix=run.start_unix,
-                       end_unix=run.end_unix, partial=run.partial, extra=extra)
-    check_invariants(results)
-    out = run.out
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    write_csvs(results, out)
-    write_series_csvs(out, run.queue_series, run.qps, run.agent_stats, run.start_unix)
-    try:
-        from emulator.measure.plots import plot_run
-        plot_run(out, title=run.scenario.name, duration_s=run.scenario.duration_s)
-    except Exception as exc:  # a plot must not lose the results
-        say(f"plots not drawn: {exc}")
-    return results
-
-
-def _capture_plan(scenario: Scenario, net: Any, out: Path
-                  ) -> dict[str, tuple[Path, list[Path]]]:
-    """Capture point -> (file to write, the switch's raw pcaps of that port:
-    ``<iface>_in.pcap`` and ``<iface>_out.pcap``, see :mod:`.pcap`)."""
-    ifaces = net.switch_interfaces()
-    raw = Path(net.workdir) / "pcap"
-    plan: dict[str, tuple[Path, list[Path]]] = {}
-    for point in scenario.capture.points:
-        if point.port is None:
-            continue  # a GPU: tcpdump in its namespace (GpuCapture)
-        iface = ifaces[point.node][point.port]
-        target = out / "pcaps" / f"{point.node}-p{point.port}.pcap"
-        plan[str(point)] = (target, [raw / point.node / f"{iface}_{d}.pcap"
-                                     for d in ("in", "out")])
-    return plan
-
-
-def _collect_captures(plan: dict[str, tuple[Path, list[Path]]], max_packets: int,
-                      errors: list[str]) -> dict[str, Any]:
-    """Merge each point's received and sent frames in time order into one
-    pcap (nanosecond timestamps), keeping the first ``max_packets``."""
-    from emulator.measure.inspect import InspectError, read_pcap_frames
-    from emulator.targets.builtin.pcap import PcapWriter
-
-    done: dict[str, Any] = {}
-    for point, (target, sources) in plan.items():
-        frames: list[tuple[int, bytes]] = []
-        try:
-            for source in sources:
-                frames.extend(read_pcap_frames(source))
-        except InspectError as exc:
-            errors.append(f"capture {point}: {exc}")
-            continue
-        frames.sort(key=lambda item: item[0])  # stable: in before out at equal times
-        target.parent.mkdir(parents=True, exist_ok=True)
-        writer = PcapWriter(target)
-        for ts, frame in frames[:max_packets]:
-            writer.write(frame, ts)
-        writer.close()
-        done[point] = {"file": str(target.relative_to(target.parent.parent)),
-                       "packets": writer.packets, "seen": len(frames),
-                       "truncated": len(frames) > max_packets}
-    return done
 
 
 def _read_all(read: Callable[[str], Any], switches: Any,
@@ -388,16 +314,8 @@ def _read_all(read: Callable[[str], Any], switches: Any,
     return out
 
 
-def _apply_buffer_overrides(scenario: Scenario, qclients: dict[str, Any]) -> None:
-    for switch in scenario.topology.switches:
-        for port in switch.ports:
-            size = buffer_bytes(scenario, switch.name, port.number)
-            if size != scenario.switches.buffer_bytes and switch.name in qclients:
-                qclients[switch.name].set_port_config(port.number, buffer_bytes=size)
-
-
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
-           sockdir: Path, start_unix: float, net: Any, events_done: list[dict[str, Any]],
+           start_unix: float, actions: LiveFabricActions, events_done: list[dict[str, Any]],
            show_progress: bool, feeding: dict[str, int] | None = None) -> None:
     """The run itself: events, feeding, progress, until the duration is up;
     ``feeding["starved"]`` gets the times a fed flow ran dry."""
@@ -408,15 +326,16 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
     # Storms first: they are timed by the agents, and a runner slowed by a
     # busy machine must not hand them over after their time.
     clients = {s: AgentClient.wait(a.control, timeout_s=10.0) for s, a in agents.items()}
-    pending: list[EventSpec] = list(scenario.events)
+    pending = list(scenario.events)
     for event in [e for e in pending if e.kind in STORM_EVENTS]:
         pending.remove(event)
-        events_done.append(_schedule_storm(scenario, event, clients, start_unix))
+        server, request = storm_request(scenario, event, start_unix + event.at_s)
+        answer = clients[server].pfc_storm(**request)
+        events_done.append(storm_record(event, request, answer,
+                                        round(time.time() - start_unix, 4)))
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
     feeder = Feeder(scenario, qps, ops)
     feeding = {} if feeding is None else feeding
-    switch_ifaces = net.switch_interfaces() if any(
-        e.kind in ("link_down", "link_up") for e in pending) else {}
     sized = sum(q.size_bytes or 0 for q in qps)
     end = start_unix + scenario.duration_s
     next_stats = 0.0
@@ -432,7 +351,7 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                 t = now - start_unix
                 while pending and pending[0].at_ns / 1e9 <= t:
                     event = pending.pop(0)
-                    events_done.append(_apply_event(scenario, event, feeder, switch_ifaces, t))
+                    events_done.append(apply_event(event, feeder, actions, round(t, 4)))
                 status = {}
                 if feeder.states and t >= 0:
                     status = {s: c.status() for s, c in clients.items()}
@@ -452,39 +371,3 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
         feeding["starved"] = feeder.starved
         for c in clients.values():
             c.close()
-
-
-def _schedule_storm(scenario: Scenario, event: EventSpec, clients: dict[str, Any],
-                    start_unix: float) -> dict[str, Any]:
-    """Hand a storm event to its GPU's agent before the run starts: the agent's
-    timer carries it out at its time, not the runner's next tick."""
-    assert event.gpu is not None
-    gpu = scenario.topology.gpu(event.gpu)
-    at_unix = start_unix + event.at_s
-    if event.kind == "pfc_storm_start":
-        answer = clients[gpu.server].pfc_storm("start", gpu.intf, at_unix=at_unix,
-                                               priorities=list(event.priorities),
-                                               quanta=event.quanta)
-        extra = {"interval_us": answer["interval_us"]}
-    else:
-        clients[gpu.server].pfc_storm("stop", gpu.intf, at_unix=at_unix)
-        extra = {}
-    return {**event.to_dict(), "applied_at_s": event.at_s, "nic": gpu.intf,
-            "scheduled_at_s": round(time.time() - start_unix, 4), **extra}
-
-
-def _apply_event(scenario: Scenario, event: EventSpec, feeder: Feeder,
-                 switch_ifaces: dict[str, dict[int, str]], t: float) -> dict[str, Any]:
-    record: dict[str, Any] = {**event.to_dict(), "applied_at_s": round(t, 4)}
-    if event.kind == "stop_flow":
-        assert event.flow is not None
-        feeder.stop_flow(event.flow)
-    elif event.kind in ("link_down", "link_up"):
-        assert event.link is not None
-        state = "down" if event.kind == "link_down" else "up"
-        ifaces = link_interfaces(scenario, switch_ifaces, event.link)
-        for iface in ifaces:
-            subprocess.run(["ip", "link", "set", "dev", iface, state], check=True,
-                           capture_output=True, timeout=10)
-        record["interfaces"] = ifaces
-    return record

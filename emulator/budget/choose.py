@@ -1,9 +1,11 @@
 """``time_scale: auto``: the least slowdown at which this machine keeps up
 with the load a scenario will offer.
 
-The load is counted by :mod:`.load` (peak frames/s at each switch and NIC
-agent, as written); the cost of a frame by :mod:`.calibrate` (µs of CPU per
-switch pass and per agent frame, measured here and cached). A time scale
+The load is counted from the scenario by
+:func:`emulator.scenario.load.offered_load` (peak frames/s at each switch
+and NIC agent, as written, a :class:`~.load.Load`); the cost of a frame by
+:mod:`.calibrate` (µs of CPU per switch pass and per agent frame, measured
+here and cached). A time scale
 k divides every frame rate by k; k is the smallest of 1, 2, 5, 10, 20, 50,
 ... for which all of these hold:
 
@@ -23,7 +25,7 @@ k divides every frame rate by k; k is the smallest of 1, 2, 5, 10, 20, 50,
   process the scheduler woke late (a lateness that does not shrink with
   the executor's cost);
 - no emulated link is faster than
-  :data:`~emulator.scale.MAX_EMULATED_RATE_BPS`.
+  :data:`~emulator.scenario.scale.MAX_EMULATED_RATE_BPS`.
 
 :func:`choose` returns k and the budget it came from (what results.json
 records as ``time_scale_choice``): the load, the costs, the cores and load
@@ -35,11 +37,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from emulator.budget.calibrate import Calibration, machine_cores
+from emulator.budget.load import Load
 from emulator.fidelity import REFERENCE_FRAME_BYTES
-from emulator.scenario.calibrate import Calibration, machine_cores
-from emulator.scenario.fidelity import nice_ceil
-from emulator.scenario.load import Load, offered_load
-from emulator.scenario.spec import Scenario
+from emulator.fidelity.verdict import nice_ceil
 
 PROCESS_SHARE = 0.25
 MACHINE_SHARE = 0.5
@@ -103,17 +104,14 @@ def required_scale(load: Load, cal: Calibration, fastest_bps: float, cores: int,
     return bounds[binding], binding
 
 
-def choose(written: Scenario, cal: Calibration, *, cores: int | None = None,
-           load1: float | None = None) -> tuple[int, dict[str, Any]]:
-    """(k, budget) for ``written`` (a scenario in its own units, time scale
-    not applied)."""
-    from emulator.scenario.scale import MAX_EMULATED_RATE_BPS, fastest_link_bps
-
+def choose(load: Load, fastest_bps: float, cal: Calibration, max_rate_bps: float, *,
+           cores: int | None = None, load1: float | None = None) -> tuple[int, dict[str, Any]]:
+    """(k, budget) for a scenario that offers ``load`` with its fastest link
+    at ``fastest_bps`` (both in its own units, time scale not applied), on a
+    machine that emulates links up to ``max_rate_bps``."""
     cores = machine_cores() if cores is None else cores
     load1 = load_average() if load1 is None else load1
-    load = offered_load(written)
-    fastest = fastest_link_bps(written.topology)
-    need, binding = required_scale(load, cal, fastest, cores, load1, MAX_EMULATED_RATE_BPS)
+    need, binding = required_scale(load, cal, fastest_bps, cores, load1, max_rate_bps)
     k = min(MAX_TIME_SCALE, nice_ceil(need))
     at_k = load.scaled(k)
     shares = {f"switch {n}": round(v * cal.switch_us * 1e-6, 3)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from emulator.scenario import expand_workload, scenario_from_dict
-from emulator.scenario.agents import plan_qps
-from emulator.scenario.results import (
+from emulator.run.qps import plan_qps
+from emulator.measure.results import (
     ResultsInvariantError,
     assemble,
     check_invariants,

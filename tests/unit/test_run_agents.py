@@ -7,16 +7,11 @@ from pathlib import Path
 import pytest
 
 from emulator.scenario import ScenarioError, expand_workload, load_scenario, scenario_from_dict
-from emulator.scenario.agents import (
-    QPN_BASE,
-    Feeder,
-    build_agent_configs,
-    dcqcn_params,
-    plan_qps,
-    stripes,
-)
-from emulator.scenario.runner import link_interfaces
-from emulator.scenario.spec import DcqcnSpec
+from emulator.run.agent_config import build_agent_configs, dcqcn_params
+from emulator.run.feeder import Feeder
+from emulator.run.live import link_interfaces
+from emulator.run.qps import QPN_BASE, plan_qps
+from emulator.scenario.spec import DcqcnSpec, stripes
 from emulator.traffic.agent.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ the per-frame figures are positive CPU times of a sane size."""
 from __future__ import annotations
 
 from emulator.p4.exec.pipeline import QueueInfo
-from emulator.scenario import calibrate
+from emulator.budget import calibrate
 
 
 def test_calibration_leaf_forwards_the_write_frame_to_the_far_gpu():

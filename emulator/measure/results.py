@@ -80,13 +80,15 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from emulator.measure.links import link_invariant_problem, link_metrics, write_links_csv
 from emulator.measure.run_series import write_run_series_csvs
-from emulator.scenario.agents import QpPlan
 from emulator.scenario.scale import DC_FIELDS, dc_name, to_dc
 from emulator.scenario.spec import FlowSpec, Scenario
+
+if TYPE_CHECKING:
+    from emulator.run.qps import QpPlan  # the plan a run made; only read here
 
 PORT_OTHER_DROPS = ("no_program", "pipeline_error", "bad_priority", "tx_error", "truncated",
                     "rx_overrun")

@@ -22,11 +22,13 @@ record. Then, times in seconds since the run's common start:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from emulator.scenario.agents import QpPlan
+from emulator.measure.results import time_digits
 from emulator.scenario.collectives import BUSBW_FACTOR, CollectivePlan
-from emulator.scenario.results import time_digits
+
+if TYPE_CHECKING:
+    from emulator.run.qps import QpPlan  # the plan a run made; only read here
 
 
 def arrivals(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None],

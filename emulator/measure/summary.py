@@ -10,7 +10,7 @@
 - **collectives** when there are any: time, algbw, busbw, kv-handoff
   latencies (and data-centre time and busbw when time-scaled);
 - **checks**: each expectation, what was found, pass or FAIL;
-- **fidelity** (live runs): whether the run kept up (:mod:`.fidelity`),
+- **fidelity** (live runs): whether the run kept up (:mod:`emulator.fidelity.verdict`),
   its lateness figures, and, when it did not, a red warning naming the
   cause and a ``time_scale`` that would do.
 
@@ -69,7 +69,7 @@ def fidelity_parts(results: Mapping[str, Any]) -> list[Any]:
     from rich.panel import Panel
     from rich.table import Table
 
-    from emulator.scenario.fidelity import fix_line
+    from emulator.fidelity.verdict import fix_line
 
     f = results["fidelity"]
     table = Table(title="fidelity (live clock)", show_header=False)

@@ -1,0 +1,192 @@
+"""From a scenario's flows and queue-pair plan (:mod:`.qps`) to the host NIC
+agents' configurations, the same on both clocks (pure; tested in
+``tests/unit/test_run_agents.py``):
+
+- :func:`build_agent_configs`: one agent config (the JSON of
+  :mod:`emulator.traffic.agent.config`) per server that sends or receives a
+  flow or has a GPU named by a PFC storm event. NICs are the server's GPUs
+  that take part, storming ones included (name = the GPU's
+  interface in the namespace, ``line_rate_bps`` = its host link's rate,
+  PFC honoured on the scenario's PFC priorities). Sized flows without a
+  ``stop_flow`` event are posted by the agent itself: one message per QP at
+  ``at_s`` = the flow's start, counted from the common ``start_at_unix``.
+  *Fed* flows (``size: unlimited``, or named by a ``stop_flow`` event) have
+  no message in the config: the runner posts them chunk by chunk over the
+  control channel and stops posting at the stop event (see :class:`~.feeder.Feeder`).
+- DCQCN: on/off from ``hosts.dcqcn.enabled``. When every other value is the
+  :class:`~emulator.scenario.spec.DcqcnSpec` default the agent's own
+  (time-scaled) defaults are kept; otherwise all values are given
+  explicitly and unscaled (``time_scale`` 1, ``reference_rate_bps`` = the
+  NIC's line rate), see :func:`dcqcn_params`.
+
+A flow's ``rate`` cap is shared by its QPs (``max_rate_bps`` = rate /
+qps each). ``op: read`` is carried as a WRITE from ``src`` (same bytes
+in the same direction; the READ request packet is not emulated) and the
+flow's result says so (``op_emulated``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Sequence
+
+from emulator.run.qps import QpPlan, plan_qps
+from emulator.scenario.errors import ScenarioError
+from emulator.scenario.spec import DcqcnSpec, FlowSpec, Scenario, stripes
+from emulator.topology import Topology
+
+if TYPE_CHECKING:
+    from emulator.scenario.collectives import Op
+
+# Rate samples kept per QP: the runner polls full stats for its progress bar.
+MAX_RATE_SAMPLES = 2000
+# The agent's own minimum retransmission timeout (TransportParams).
+MIN_TIMEOUT_FLOOR_MS = 20.0
+# ... and its timeout before any RTT sample (TransportParams.timeout_ms).
+INITIAL_TIMEOUT_MS = 200.0
+# The agent's own ceiling of the retransmission timeout (TransportParams).
+MAX_TIMEOUT_MS = 5000.0
+
+
+def host_rate_bps(topology: Topology, gpu: str) -> int:
+    """The rate of the host link of ``gpu``'s NIC."""
+    for link in topology.links:
+        if link.kind == "host" and link.gpu == gpu:
+            return link.rate_bps
+    raise ScenarioError(f"topology {topology.name}: no host link for {gpu}")
+
+
+def dcqcn_params(spec: DcqcnSpec, line_rate_bps: float,
+                 default_time_scale: float | None = None) -> dict[str, Any]:
+    """The agent's ``dcqcn`` settings: only ``enabled`` when the scenario keeps
+    the defaults (the agent's scaled defaults apply; with
+    ``default_time_scale``, that time scale instead of the agent's), else
+    every value explicit and unscaled."""
+    if {f.name: getattr(spec, f.name) for f in fields(spec) if f.name != "enabled"} == \
+            {f.name: getattr(DcqcnSpec(), f.name) for f in fields(spec) if f.name != "enabled"}:
+        if default_time_scale is not None:
+            return {"enabled": spec.enabled, "time_scale": float(default_time_scale)}
+        return {"enabled": spec.enabled}
+    return {
+        "enabled": spec.enabled,
+        "time_scale": 1.0,
+        "reference_rate_bps": float(line_rate_bps),
+        "g": spec.g,
+        "alpha_timer_us": spec.alpha_timer_ns / 1e3,
+        "rate_timer_us": spec.timer_ns / 1e3,
+        "byte_counter_bytes": float(spec.byte_counter_bytes),
+        "fast_recovery_stages": spec.fast_recovery_steps,
+        "rate_ai_bps": float(spec.rate_ai_bps),
+        "rate_hai_bps": float(spec.rate_hai_bps),
+        "min_rate_bps": float(min(spec.min_rate_bps, line_rate_bps)),
+        "cnp_interval_us": spec.cnp_interval_ns / 1e3,
+        "clamp_target_rate": spec.clamp_target_rate,
+    }
+
+
+def min_timeout_ms(scenario: Scenario) -> float:
+    """The agents' lowest retransmission timeout: twice the time the slowest
+    host link takes to drain one full switch queue (the scenario's largest
+    buffer) plus a round trip over the longest path (6 links each way, in
+    a fat-tree), and never under :data:`MIN_TIMEOUT_FLOOR_MS`. A queue that
+    is full but not dropping then never makes a sender time out (go-back-N
+    on a spurious timeout resends a window that was only waiting). The
+    agents also start with it before their first RTT sample when it is
+    above their :data:`INITIAL_TIMEOUT_MS` (a time-scaled scenario's
+    emulated RTTs can be far longer than that)."""
+    buffers = [scenario.switches.buffer_bytes] + [
+        o.buffer_bytes for o in scenario.switches.overrides if o.buffer_bytes is not None]
+    rate_bps = min(link.rate_bps for link in scenario.topology.links if link.kind == "host")
+    delay_ns = max(link.delay_ns for link in scenario.topology.links)
+    return round(max(MIN_TIMEOUT_FLOOR_MS,
+                     2 * max(buffers) * 8 / rate_bps * 1e3 + 12 * delay_ns / 1e6), 3)
+
+
+def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
+                        start_at_unix: float | None = None,
+                        qps: Sequence[QpPlan] | None = None,
+                        graph: Sequence[Op] = (), *,
+                        dcqcn_time_scale: float | None = None) -> dict[str, dict[str, Any]]:
+    """Server name -> agent JSON config (see the module docstring). Flows
+    that carry ``graph`` ops (collectives) get those messages, with their
+    dependencies, instead of one message of their size. ``dcqcn_time_scale``
+    replaces the agent's default DCQCN time scale when the scenario keeps
+    the DCQCN defaults (the virtual-time target passes 1: the paper's
+    timers as they are)."""
+    topo = scenario.topology
+    plans = list(qps) if qps is not None else plan_qps(scenario, flows)
+    ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
+    pfc = scenario.switches.pfc
+    pfc_prios = list(pfc.priorities) if pfc.enabled else []
+    mtu = scenario.hosts.mtu_bytes
+    prio = scenario.switches.priorities
+    configs: dict[str, dict[str, Any]] = {}
+    nics: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def agent(server: str) -> dict[str, Any]:
+        if server not in configs:
+            configs[server] = {
+                "name": server, "nics": [], "qps": [],
+                "defaults": {"transport": {
+                    "path_mtu_bytes": mtu, "min_timeout_ms": min_timeout_ms(scenario),
+                    "timeout_ms": max(INITIAL_TIMEOUT_MS, min_timeout_ms(scenario)),
+                    # a slowed fabric's floor may pass the agent's own ceiling
+                    "max_timeout_ms": max(MAX_TIMEOUT_MS, 4 * min_timeout_ms(scenario))}},
+                "workload": {"start_at_unix": start_at_unix, "messages": []},
+                "run": {"max_rate_samples": MAX_RATE_SAMPLES},
+                "cnp_dscp": prio.cnp_dscp, "cnp_priority": prio.cnp,
+            }
+            nics[server] = {}
+        return configs[server]
+
+    def nic(server: str, gpu_name: str) -> dict[str, Any]:
+        cfg = agent(server)
+        gpu = topo.gpu(gpu_name)
+        if gpu.intf not in nics[server]:
+            entry = {"name": gpu.intf, "ip": gpu.ip, "mac": gpu.mac,
+                     "gateway_mac": gpu.gateway_mac,
+                     "line_rate_bps": float(host_rate_bps(topo, gpu.name)),
+                     "mtu_bytes": max(1500, mtu + 100), "pfc_priorities": pfc_prios}
+            nics[server][gpu.intf] = entry
+            cfg["nics"].append(entry)
+        return nics[server][gpu.intf]
+
+    for event in scenario.events:
+        if event.gpu is not None:  # a PFC storm: the GPU's NIC, with or without flows
+            nic(topo.gpu(event.gpu).server, event.gpu)
+    graph_flows = {op.flow for op in graph}
+    for qp in plans:
+        src_nic, dst_nic = nic(qp.src_server, qp.src_gpu), nic(qp.dst_server, qp.dst_gpu)
+        for server, here, there in ((qp.src_server, src_nic, dst_nic),
+                                    (qp.dst_server, dst_nic, src_nic)):
+            configs[server]["qps"].append({
+                "qpn": qp.qpn, "nic": here["name"], "remote_ip": there["ip"],
+                "remote_qpn": qp.qpn, "priority": qp.priority, "dscp": qp.dscp,
+                "max_rate_bps": qp.max_rate_bps,
+                "dcqcn": dcqcn_params(scenario.hosts.dcqcn, here["line_rate_bps"],
+                                      dcqcn_time_scale)})
+        if not qp.fed and qp.size_bytes and qp.flow not in graph_flows:
+            configs[qp.src_server]["workload"]["messages"].append({
+                "qp": qp.qpn, "size_bytes": qp.size_bytes, "op": ops[qp.flow],
+                "at_s": qp.start_ns / 1e9})
+    stripes_of: dict[str, list[QpPlan]] = {}
+    for qp in plans:
+        stripes_of.setdefault(qp.flow, []).append(qp)
+    for op in graph:
+        # an op is one message per stripe of its flow; it waits for every
+        # stripe of what it depends on (each stripe QP carries one message per op)
+        mine = stripes_of[op.flow]
+        here = mine[0].src_server
+        after = []
+        for flow, count in op.after:
+            deps = stripes_of[flow]
+            if deps[0].dst_server != here:
+                raise ScenarioError(f"{scenario.source}: {op.tag} waits for {flow}, which "
+                                    f"arrives at {deps[0].dst_server}, not at {here}")
+            after.extend([dep.qpn, count] for dep in deps)
+        for qp, size in zip(mine, stripes(op.size_bytes, len(mine))):
+            configs[here]["workload"]["messages"].append({
+                "qp": qp.qpn, "size_bytes": size, "op": ops[qp.flow],
+                "tag": op.tag if qp.stripe == 0 else f"{op.tag}.{qp.stripe}",
+                "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
+    return configs
