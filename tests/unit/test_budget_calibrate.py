@@ -1,4 +1,4 @@
-"""The calibration's measurements (emulator/scenario/calibrate.py): the
+"""The calibration's measurements (emulator/budget/calibrate.py): the
 leaf forwards every frame it is given, into a sink that keeps none, and
 the per-frame figures are positive CPU times of a sane size."""
 
