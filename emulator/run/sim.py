@@ -57,6 +57,10 @@ from emulator.scenario.scale import native
 from emulator.scenario.spec import EventSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload
 
+# Order keys of the runner's calls at one instant (emulator.sim.engine):
+# events by their index in the file, then the switches' queue samplers
+# (emulator.sim.fabric.SAMPLER_CALL_KEY), then the feeder.
+FEEDER_CALL_KEY = 1 << 21
 MAX_BIN_S = 0.010
 BINS_PER_RUN = 200
 PROGRESS_EVERY_WALL_S = 0.25
@@ -234,7 +238,7 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
     chunk_s = min(FEED_CHUNK_S, max(scenario.duration_s / BINS_PER_RUN, 1e-6))
     feeder = Feeder(scenario, qps, ops, chunk_s=chunk_s)
-    for event in scenario.events:
+    for index, event in enumerate(scenario.events):
         if event.kind in STORM_EVENTS:
             server, request = storm_request(scenario, event, event.at_s)
             node = nodes[server]
@@ -242,7 +246,8 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
             engine.schedule(node)
             events_done.append(storm_record(event, request, answer, 0.0))
             continue
-        engine.call_at(event.at_s, _event_call(event, feeder, actions, events_done))
+        engine.call_at(event.at_s, _event_call(event, feeder, actions, events_done),
+                       key=index)
     if not feeder.states:
         return
 
@@ -252,7 +257,7 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
             nodes[server].agent.post(qpn, op, size, now)
             engine.schedule(nodes[server])
         return not all(st.stopped for st in feeder.states)
-    engine.every(chunk_s / 2, feed)
+    engine.every(chunk_s / 2, feed, key=FEEDER_CALL_KEY)
 
 
 def _event_call(event: EventSpec, feeder: Feeder, actions: SimFabricActions,

@@ -16,7 +16,14 @@ is for a live run, :class:`SimFabric` is for ``--target sim``.
   the switches as the QueueControl service would set them.
 - **Links**: one :class:`~.links.Link` per topology link. A GPU's NIC end
   belongs to its server's agent once one is attached; until then frames to
-  it are counted and dropped (:class:`Sink`).
+  it are counted and dropped (:class:`Sink`). A port's propagation delay
+  is its link end's (:class:`~.links.PortEnd`), not the data plane's.
+- **Order keys** (:mod:`.engine`): a switch's is its index in the topology,
+  a server's agent's comes after every switch's, in the topology's server
+  order; the ends of link *i* (topology order) are 2*i* and 2*i* + 1; the
+  queue samplers' calls are :data:`SAMPLER_CALL_KEY` + the switch's index.
+  All follow from the topology, so they are the same however the fabric is
+  split over engines.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from emulator.topology import Topology
 
 PRIORITY_QUEUES = 8
 DEVICE_ID_BASE = 1  # as the live fabric: device id = 1 + switch index
+SAMPLER_CALL_KEY = 1 << 20
+SINK_KEY = 1 << 30
 
 
 class Sink(Component):
@@ -51,7 +60,7 @@ class Sink(Component):
     __slots__ = ("frames",)
 
     def __init__(self) -> None:
-        super().__init__("sink")
+        super().__init__("sink", SINK_KEY)
         self.frames = 0
 
     def next_time(self) -> float:
@@ -100,9 +109,9 @@ class SimFabric:
             switch = Switch(options, clock=clock)
             switch.dataplane.series = QueueSeries(self.sample_interval_s)
             self.switches[sw.name] = switch
-            self.nodes[sw.name] = SwitchNode(sw.name, switch)
-        for link in self.topology.links:
-            self._build_link(link)
+            self.nodes[sw.name] = SwitchNode(sw.name, switch, sw.index)
+        for index, link in enumerate(self.topology.links):
+            self._build_link(link, 2 * index)
         for sw in self.topology.switches:
             self.servicers[sw.name] = P4RuntimeServicer(
                 self.switches[sw.name], DEVICE_ID_BASE + sw.index, self._loader(sw.name),
@@ -120,8 +129,9 @@ class SimFabric:
         self.controller.push_pipeline()
         self.controller.install()
         self.controller.configure_queues(self._queue_setter(), self.buffer_bytes)
-        for name, node in self.nodes.items():
-            self.engine.every(self.sample_interval_s, self._sampler(node))
+        for sw in self.topology.switches:
+            self.engine.every(self.sample_interval_s, self._sampler(self.nodes[sw.name]),
+                              key=SAMPLER_CALL_KEY + sw.index)
 
     def _loader(self, name: str):  # type: ignore[no-untyped-def]
         seed = switch_seed(self.seed, name)
@@ -137,14 +147,14 @@ class SimFabric:
                                    clock_us=clock.us)
         return load
 
-    def _build_link(self, link: Any) -> None:
+    def _build_link(self, link: Any, key: int) -> None:
         delay_s = link.delay_ns / 1e9
         if link.kind == "host":
             gpu = self.topology.gpu(link.gpu)
             port = self.topology.switch(gpu.switch).port(gpu.switch_port)
             wire = Link(f"{gpu.name}<->{gpu.switch}:{gpu.switch_port}", delay_s)
-            nic = NicEnd(gpu.intf, wire, self.engine, link.rate_bps)
-            sw_end = PortEnd(port.intf, wire, self.engine)
+            nic = NicEnd(gpu.intf, wire, self.engine, link.rate_bps, key=key)
+            sw_end = PortEnd(port.intf, wire, self.engine, key + 1)
             node = self.nodes[gpu.switch]
             self._add_port(gpu.switch, gpu.switch_port, sw_end)
             wire.join(nic, self.sink, self.sink.receive,
@@ -154,8 +164,9 @@ class SimFabric:
             return
         a, b = link.node_a, link.node_b
         wire = Link(f"{a}:{link.port_a}<->{b}:{link.port_b}", delay_s)
-        end_a = PortEnd(self.topology.switch(a).port(link.port_a).intf, wire, self.engine)
-        end_b = PortEnd(self.topology.switch(b).port(link.port_b).intf, wire, self.engine)
+        end_a = PortEnd(self.topology.switch(a).port(link.port_a).intf, wire, self.engine, key)
+        end_b = PortEnd(self.topology.switch(b).port(link.port_b).intf, wire, self.engine,
+                        key + 1)
         self._add_port(a, link.port_a, end_a)
         self._add_port(b, link.port_b, end_b)
         node_a, node_b = self.nodes[a], self.nodes[b]
@@ -170,7 +181,9 @@ class SimFabric:
     def _queue_setter(self) -> QueueSetter:
         def set_port(switch: str, port: int, rate_bps: int, delay_us: float,
                      buffer_bytes: int | None) -> None:
-            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": delay_us}
+            # the link end waits out the delay (see the module docstring)
+            self.port_ends[(switch, port)].delay_s = delay_us * 1e-6
+            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": 0.0}
             if buffer_bytes is not None:
                 settings["buffer_bytes"] = buffer_bytes
             self.switches[switch].set_port_config(port, **settings)
@@ -194,7 +207,7 @@ class SimFabric:
     def attach_agent(self, server: str, agent: Any, gpus: list[str]) -> AgentNode:
         """Make ``agent`` (built on :meth:`nic_backends` of ``gpus``) receive
         what the switches send to those GPUs, and let the engine drive it."""
-        node = AgentNode(server, agent)
+        node = AgentNode(server, agent, len(self.topology.switches) + self._server_index(server))
         names = [nic.config.name for nic in agent.nics]
         for name in gpus:
             gpu = self.topology.gpu(name)
@@ -204,6 +217,9 @@ class SimFabric:
         self.agents[server] = node
         self.engine.schedule(node)
         return node
+
+    def _server_index(self, server: str) -> int:
+        return next(i for i, s in enumerate(self.topology.servers) if s.name == server)
 
     # -- events and captures ----------------------------------------------------------------
     def link(self, a: str, b: str) -> Link:
