@@ -133,6 +133,12 @@ class Engine:
         self._seq += 1
         heapq.heappush(self._heap, (when, end.order + end.sent, self._seq, _DELIVER, end, item))
 
+    def deliver_numbered(self, when: float, end: Any, item: Any, sent: int) -> None:
+        """:meth:`deliver` for a frame another engine's copy of ``end`` sent
+        as its ``sent``-th (a frame that crossed MPI ranks)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (when, end.order + sent, self._seq, _DELIVER, end, item))
+
     def call_at(self, when: float, fn: Callable[[float], None], *, key: int | None = None,
                 count: int = 0) -> None:
         """Run ``fn(now)`` at ``when`` (now, if that is past). Calls at one
@@ -173,8 +179,17 @@ class Engine:
     # -- running ---------------------------------------------------------------------
     def run(self, until: float, *, on_progress: Callable[[float], None] | None = None,
             progress_every: int = 20_000) -> float:
-        """Run every event up to ``until`` (simulated seconds); returns the
-        time reached (``until``)."""
+        """Run every event up to ``until`` (simulated seconds) inclusive;
+        returns the time reached (``until``)."""
+        return self._run(until, True, on_progress, progress_every)
+
+    def run_before(self, end: float) -> float:
+        """Run every event strictly before ``end``, leaving the clock at the
+        last one's time; returns it."""
+        return self._run(math.nextafter(end, -INF), False, None, 1 << 62)
+
+    def _run(self, until: float, advance: bool, on_progress: Callable[[float], None] | None,
+             progress_every: int) -> float:
         clock = self.clock
         heap = self._heap
         pop = heapq.heappop
@@ -218,7 +233,7 @@ class Engine:
                     if on_progress is not None:
                         self.events = events
                         on_progress(t)
-            if clock.now < until and until < INF:
+            if advance and clock.now < until and until < INF:
                 clock.now = until
         finally:
             self.events = events
