@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 import pytest
@@ -75,8 +77,15 @@ def test_plan_fabric_takes_the_settings():
     plans = plan_fabric(scenario.topology, to_fabric_settings(scenario))
     ecn = plans["leaf-r0-0"].table(ECN_CONFIG)[0]
     assert dict(ecn.params)["min_pkts"] == 19 and dict(ecn.params)["max_pkts"] == 74
-    pfc = plans["spine0"].table(PFC_INGRESS)[0]
+    # The built-in target's buffer generates PFC: the ports carry the thresholds.
+    assert not plans["spine0"].table(PFC_INGRESS)
+    assert {p.lossless["xoff_bytes"] for p in plans["spine0"].ports} == {40_000}
+    # BMv2's fabric.p4 generates it: the tables carry them.
+    p4_plans = plan_fabric(scenario.topology, replace(to_fabric_settings(scenario),
+                                                      pfc_in_p4=True))
+    pfc = p4_plans["spine0"].table(PFC_INGRESS)[0]
     assert dict(pfc.params)["xoff"] == 40_000
+    assert all(not p.lossless for p in p4_plans["spine0"].ports)
 
 
 def test_ecn_and_pfc_off():
@@ -89,3 +98,4 @@ def test_ecn_and_pfc_off():
     assert not settings.ecn.enabled and not settings.pfc.enabled
     plans = plan_fabric(scenario.topology, settings)
     assert not plans["leaf-r0-0"].table(ECN_CONFIG) and not plans["leaf-r0-0"].table(PFC_INGRESS)
+    assert all(p.lossless["lossless_priorities"] == [] for p in plans["leaf-r0-0"].ports)
