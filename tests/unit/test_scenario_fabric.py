@@ -38,7 +38,9 @@ def test_full_example_converts_bytes_to_packets_rounding_up():
     assert settings == FabricSettings(
         roce_dscp=26, roce_priority=3, cnp_dscp=48, cnp_priority=6,
         # 20KB / 1082B = 18.5 -> 19; 80KB / 1082B = 73.9 -> 74
-        ecn=ecn, pfc=pfc, ports=settings.ports)
+        ecn=ecn, pfc=pfc, ports=settings.ports,
+        # the largest frame: 1082 B and a WRITE's first packet's RETH
+        max_frame_bytes=1082 + 16)
     assert settings.for_port("leaf-r0-0", 1) == (ecn, pfc)
 
 
