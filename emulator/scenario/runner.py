@@ -119,13 +119,15 @@ def default_out_dir(scenario: Scenario, root: Path = Path("results")) -> Path:
 
 
 def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = None, *,
-                 progress: bool = True, log: Callable[[str], None] | None = None
-                 ) -> dict[str, Any]:
-    """Run ``scenario``; returns the results (also written to ``out_dir``)."""
+                 progress: bool = True, log: Callable[[str], None] | None = None,
+                 observer: Any = None) -> dict[str, Any]:
+    """Run ``scenario``; returns the results (also written to ``out_dir``).
+    ``observer`` (:class:`emulator.view.feed.RunObserver`, the web view) is
+    told the start and given a sample at every status poll."""
     target = target or scenario.target
     if target == "sim":
         from emulator.scenario.sim_runner import run_sim
-        return run_sim(scenario, out_dir, progress=progress, log=log)
+        return run_sim(scenario, out_dir, progress=progress, log=log, observer=observer)
     out = Path(out_dir)
     say = log or (lambda _msg: None)
     scenario = emulated(scenario)  # a no-op for a loaded scenario: the loader did it
@@ -230,10 +232,14 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = N
                 errors.append(f"agents were ready {time.time() - start_unix:.2f} s after the "
                               "common start: the first flows started late")
             cpu.start()
+            if observer is not None:  # the web view polls the switches from its own thread
+                from emulator.view.sources import live_poller
+                observer.on_start(scenario, qps, target=target,
+                                  poll=live_poller(qclients, cpu))
             timings["drive_s"] = round(time.perf_counter() - clock, 3)
             try:
                 _drive(scenario, qps, flows, agents, sockdir, start_unix, net, events_done,
-                       progress, feeding)
+                       progress, feeding, observer)
             except KeyboardInterrupt:
                 partial = True
                 errors.append("interrupted (Ctrl-C): results are partial")
@@ -398,9 +404,11 @@ def _apply_buffer_overrides(scenario: Scenario, qclients: dict[str, Any]) -> Non
 
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
            sockdir: Path, start_unix: float, net: Any, events_done: list[dict[str, Any]],
-           show_progress: bool, feeding: dict[str, int] | None = None) -> None:
+           show_progress: bool, feeding: dict[str, int] | None = None,
+           observer: Any = None) -> None:
     """The run itself: events, feeding, progress, until the duration is up;
-    ``feeding["starved"]`` gets the times a fed flow ran dry."""
+    ``feeding["starved"]`` gets the times a fed flow ran dry; ``observer``
+    gets the agents' status of every progress poll."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from emulator.traffic.agent.control import AgentClient
@@ -441,9 +449,12 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                 if now >= next_stats:
                     next_stats = now + STATS_EVERY_S
                     done = 0
+                    polled = {}
                     for server, c in clients.items():
-                        answer = status.get(server) or c.status()
+                        answer = polled[server] = status.get(server) or c.status()
                         done += sum(q["bytes_acked"] for q in answer["qps"].values())
+                    if observer is not None and t >= 0:
+                        observer.on_sample(t, {"agents": polled})
                     clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
