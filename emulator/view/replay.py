@@ -211,14 +211,15 @@ def _totals(results: dict[str, Any]) -> Totals:
         for port, prios in ports.items():
             if not isinstance(prios, dict) or not port.isdigit():
                 continue
+            # the results keep drops per queue and the port's other drops as one sum
+            other = int((ports.get("_port_drops") or {}).get(port, 0))
             row = totals.ports.setdefault((switch, int(port)), {
                 "rx_bytes": 0, "tx_bytes": 0, "rx_packets": 0, "tx_packets": 0,
-                "drops": {}, "rate_bps": None})
+                "drops": {"queue": 0, "other": other}, "rate_bps": None})
             for prio, q in prios.items():
                 for key in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"):
                     row[key] += q.get(key, 0) or 0
-                if q.get("drops"):
-                    row["drops"]["queue"] = row["drops"].get("queue", 0) + q["drops"]
+                row["drops"]["queue"] += q.get("drops", 0) or 0
                 depth = q.get("max_qdepth") or {}
                 totals.queues[(switch, int(port), int(prio))] = {
                     "depth_bytes": 0, "depth_packets": 0,
