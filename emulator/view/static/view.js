@@ -168,7 +168,7 @@ class RunPanel {
     if (info.state === "running") this.setState("running");
     else if (info.state === "ended") this.setState("running", "replay");
     else this.setState(info.state || "waiting");
-    if (first && info.topology) this.buildGraph(info.topology);
+    if (!this.cy && info.topology) this.buildGraph(info.topology);  // none while it waits
     if (first) this.buildCharts();
   }
 
@@ -254,6 +254,8 @@ class RunPanel {
     const width = Math.max(300, this.chartsBox.clientWidth - 10);
     const xlabel = this.info ? this.info.clock_text : "t";
     for (const c of Object.values(this.charts)) c.render(width, xlabel);
+    // a sim run is exact by construction: no fidelity to watch
+    this.charts.fidelity.box.style.display = this.info && this.info.clock === "simulated" ? "none" : "";
     const f = this.frames[this.frames.length - 1];
     if (f && f.prog) {
       const p = f.prog;
