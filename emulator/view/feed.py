@@ -31,6 +31,9 @@ from emulator.view.picture import Picture, build_picture
 
 MAX_PENDING_SAMPLES = 256
 MAX_FRAMES = 20_000
+# A sim run samples every series bin of simulated time, but publishes at most
+# one sample per this much wall time (see .sources.sim_sampler).
+SIM_MIN_WALL_S = 0.05
 
 
 class RunObserver(Protocol):
@@ -139,9 +142,11 @@ class ViewFeed:
     """A :class:`RunObserver` that fills a :class:`RunState` (module docstring)."""
 
     def __init__(self, state: RunState, *, max_pending: int = MAX_PENDING_SAMPLES,
-                 speed: float | None = None) -> None:
+                 speed: float | None = None, min_wall_s: float = SIM_MIN_WALL_S) -> None:
         self.state = state
         self.speed = speed            # simulated s per wall s (sim only); None: flat out
+        self.min_wall_s = min_wall_s  # sim: wall time between samples, at least
+        self.duration_s = 0.0
         self.dropped = 0
         self._samples: deque[tuple[float, Mapping[str, Any]]] = deque()
         self._max_pending = max_pending
@@ -163,6 +168,7 @@ class ViewFeed:
                  poll: Callable[[], Mapping[str, Any]] | None = None) -> None:
         ends = [QpEnds(q.flow, q.qpn, q.src_server, q.dst_server) for q in qps]
         sized = sum(getattr(q, "size_bytes", 0) or 0 for q in qps)
+        self.duration_s = scenario.duration_s
         self._begin(build_picture(scenario.topology), scenario_info(scenario, target),
                     ends, sized, poll)
 

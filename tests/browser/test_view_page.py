@@ -72,7 +72,7 @@ def _show(page: Any, t: float) -> None:
 def test_page_follows_a_sim_run(page: Any, tmp_path: Path) -> None:
     scenario = load_scenario(QUICKSTART, target_override="sim")
     state = RunState("quickstart")
-    feed = ViewFeed(state, speed=1.0)
+    feed = ViewFeed(state, speed=1.0, min_wall_s=0.0)  # every bin
     picture = build_picture(scenario.topology)
     box: dict = {}
 

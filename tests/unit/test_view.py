@@ -70,7 +70,7 @@ def sim_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict],
     """quickstart on the sim with a feed: the run's folder, the frames fed live, results."""
     out = tmp_path_factory.mktemp("qs-view")
     state = RunState("qs")
-    feed = ViewFeed(state, max_pending=100_000)
+    feed = ViewFeed(state, max_pending=100_000, min_wall_s=0.0)  # every bin
     scenario = load_scenario(QUICKSTART, target_override="sim")
     results = run_sim(scenario, out, progress=False, observer=feed)
     feed.on_end(results)
@@ -221,7 +221,7 @@ def _events(response: httpx.Response):
 
 def test_event_stream_resumes_where_it_left_off(tmp_path: Path) -> None:
     state = RunState("qs")
-    feed = ViewFeed(state, speed=3.0)  # 3 s of simulated time in about 1 s
+    feed = ViewFeed(state, speed=3.0, min_wall_s=0.0)  # 3 simulated s in about 1 s
     scenario = load_scenario(QUICKSTART, target_override="sim")
     box: dict = {}
 
