@@ -76,6 +76,7 @@ class Deriver:
         self._prev_edge_bytes: dict[str, int] = {}
         self._prev_queue: dict[tuple[str, int, int], tuple[float, int]] = {}
         self._prev_flow: dict[str, tuple[int, int, int]] = {}
+        self._prev_switch_t: dict[str, float] = {}
 
     def add(self, t_s: float, snapshot: Mapping[str, Any]) -> dict[str, Any]:
         """The frame of the interval that ends at ``t_s``."""
@@ -107,7 +108,16 @@ class Deriver:
         queues: dict[str, int] = {}
         pfc: dict[str, list[float]] = {}
         paused_edges: set[str] = set()
+        switch_dt: dict[str, float] = {}
         for name, answer in switches.items():
+            # a live switch is read a little after the sample's time: its own
+            # clock (time_s) gives the interval its counters cover
+            now_s = (answer or {}).get("time_s")
+            before_s = self._prev_switch_t.get(name)
+            switch_dt[name] = (now_s - before_s if now_s is not None and before_s is not None
+                               else dt)
+            if now_s is not None:
+                self._prev_switch_t[name] = now_s
             for row in (answer or {}).get("ports", []):
                 port = row["port"]
                 port_bytes[(name, port)] = (row["tx_bytes"], row["rx_bytes"])
@@ -148,9 +158,10 @@ class Deriver:
             count = pair[0] if side == "tx" else pair[1]
             before = self._prev_edge_bytes.get(edge)
             self._prev_edge_bytes[edge] = count
-            if before is None or dt <= 0:
+            span = switch_dt.get(switch, dt)
+            if before is None or span <= 0:
                 continue
-            value = (count - before) * 8 / dt / pic.edge_rate_bps[edge]
+            value = (count - before) * 8 / span / pic.edge_rate_bps[edge]
             if value > 0:
                 util[edge] = round(value, 4)
         frame["util"] = util
