@@ -77,9 +77,10 @@ def series_bin_s(duration_s: float) -> float:
 
 
 def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
-            log: Callable[[str], None] | None = None) -> dict[str, Any]:
+            log: Callable[[str], None] | None = None, observer: Any = None) -> dict[str, Any]:
     """Run ``scenario`` on the virtual clock; returns the results (also
-    written to ``out_dir``)."""
+    written to ``out_dir``). ``observer`` (:class:`emulator.view.feed.RunObserver`)
+    gets a sample every series bin of simulated time."""
     from emulator.sim.engine import Engine
     from emulator.sim.fabric import SimFabric
     from emulator.traffic.agent.agent import Agent
@@ -142,6 +143,10 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
             nodes[server] = fabric.attach_agent(server, agent, gpus)
         capture_files = start_sim_captures(scenario, fabric, out)  # NIC taps go on the agents
         _schedule_events(scenario, qps, flows, fabric, actions, nodes, events_done)
+        if observer is not None:  # the web view: reads only, so the run is the same
+            from emulator.view.sources import sim_sampler
+            observer.on_start(scenario, qps, target="sim")
+            engine.every(bin_s, sim_sampler(fabric, nodes, observer))
         timings["agents_ready_s"] = round(time.perf_counter() - wall, 3)
         try:
             end = _drive(scenario, engine, progress)

@@ -17,7 +17,7 @@ import pytest
 
 from emulator.scenario.htsim import ConnectionMatrixError, flows_from_cm
 from emulator.scenario.loader import scenario_from_dict
-from emulator.scenario.sim_runner import run_sim
+from emulator.run.sim import run_sim
 from emulator.scenario.spec import SwitchOverride
 from emulator.scenario.units import Threshold
 from tests.unit.sim.sim_kit import (
