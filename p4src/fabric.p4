@@ -4,7 +4,12 @@
  * One v1model program for leaves and spines: IPv4 routing with ECMP over
  * the 5-tuple, traffic classes to priorities, RED-like ECN marking from
  * queue depth, PFC pause frames generated from per-port buffer accounting,
- * and per port and priority counters. The controller (emulator/control)
+ * and per port and priority counters. The PFC part runs only where the
+ * controller fills pfc_ingress/pfc_egress: on BMv2, which has no buffer
+ * model. The built-in target's buffer admits lossless frames itself and
+ * generates PFC below P4 (emulator/targets/builtin/mmu.py), as a switch's
+ * MMU does; a frame its traffic manager drops would never be released
+ * from these registers. The controller (emulator/control)
  * fills every table; hosts have static neighbours, so ARP stops here.
  *
  * Valid for p4c (p4c-bm2-ss) and for the aifabric front end.

@@ -18,6 +18,7 @@ _USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("emulator.scenario.errors", "ScenarioError"),
     ("emulator.measure.errors", "MeasureError"),
     ("emulator.exercise.errors", "ExerciseError"),
+    ("emulator.view.errors", "ViewError"),
 )
 
 

@@ -59,16 +59,30 @@ class NetworkCLI(CLI):
             return client.get_port_stats()
 
     def do_queues(self, line: str) -> None:
-        """queues SWITCH: queue depths (now, max) and drops per port and priority."""
+        """queues SWITCH: the shared buffer, then queue depths (now, max), drops and
+        the ingress priority group's bytes and headroom per port and priority."""
         name = self._switch(line)
         if name is None:
             return
-        for port in self._stats(name)["ports"]:
+        stats = self._stats(name)
+        buf = stats.get("buffer")
+        if buf:
+            self.stdout.write(
+                f"buffer: pool {buf['pool_bytes']} B (shared {buf['shared_bytes']}, headroom "
+                f"{buf['headroom_bytes']}); in use shared {buf['shared_used_bytes']} (max "
+                f"{buf['shared_max_bytes']}), headroom {buf['headroom_used_bytes']} (max "
+                f"{buf['headroom_max_bytes']})\n")
+        for port in stats["ports"]:
             for q in port["queues"]:
-                if q["tx_packets"] or q["max_depth_packets"] or q["tail_dropped"]:
+                if q["tx_packets"] or q["max_depth_packets"] or q["tail_dropped"] \
+                        or q.get("pg_max_bytes") or q.get("headroom_overflow"):
                     self.stdout.write(
                         f"port {port['port']} prio {q['priority']}: depth {q['depth_packets']} pkts "
-                        f"(max {q['max_depth_packets']}), tx {q['tx_packets']}, dropped {q['tail_dropped']}\n")
+                        f"(max {q['max_depth_packets']}), tx {q['tx_packets']}, dropped {q['tail_dropped']}"
+                        f"; ingress group {q.get('pg_bytes', 0)} B (max {q.get('pg_max_bytes', 0)}), "
+                        f"headroom {q.get('headroom_used_bytes', 0)}/{q.get('headroom_bytes', 0)} B "
+                        f"(max {q.get('headroom_max_bytes', 0)}), headroom_overflow "
+                        f"{q.get('headroom_overflow', 0)}\n")
 
     def do_pfc(self, line: str) -> None:
         """pfc SWITCH: pause frames received/sent and paused time per port and priority."""
@@ -79,8 +93,10 @@ class NetworkCLI(CLI):
             for q in port["queues"]:
                 if q["pfc_rx"] or q["pfc_tx"] or q["paused_s"]:
                     self.stdout.write(f"port {port['port']} prio {q['priority']}: pfc_rx {q['pfc_rx']} "
-                                      f"pfc_tx {q['pfc_tx']} paused {q['paused_s']:.3f}s"
-                                      f"{' (paused now)' if q['paused'] else ''}\n")
+                                      f"pfc_tx {q['pfc_tx']} (xoff {q.get('xoff_sent', 0)}, "
+                                      f"xon {q.get('xon_sent', 0)}) paused {q['paused_s']:.3f}s"
+                                      f"{' (paused now)' if q['paused'] else ''}"
+                                      f"{' (pausing its peer)' if q.get('xoff_on') else ''}\n")
 
     def do_capture(self, line: str) -> None:
         """capture SWITCH:PORT [COUNT] [FILE.pcap]: capture COUNT frames (default

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "inspect": "emulator.cli.inspect",
     "shell": "emulator.cli.shell",
     "report": "emulator.cli.report",
+    "view": "emulator.cli.view",
 }
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+from emulator.cli.view import LiveView, add_view_options
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.schema import TARGETS
 
@@ -30,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "slowdown at which this machine keeps up with the scenario's load)")
     p.add_argument("--out", help="results directory (default results/<name>-<timestamp>/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_view_options(p)
     p.set_defaults(func=_run)
 
 
@@ -52,7 +55,6 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from emulator.scenario import load_scenario
-    from emulator.measure.summary import summary
     from emulator.run import default_out_dir, run_scenario
 
     console = Console()
@@ -61,15 +63,42 @@ def _run(args: argparse.Namespace) -> int:
     from emulator.run.agent_process import AgentStartError
 
     out = Path(args.out) if args.out else default_out_dir(scenario)
+    say = lambda msg: console.print(f"[dim]{msg}[/]")  # noqa: E731
+    view = LiveView(args.view, scenario.name, args.view_speed) if args.view else None
+    if view is None and args.view_speed is not None:
+        raise ScenarioError("--view-speed needs --view")
     try:
-        results = run_scenario(scenario, out, progress=not args.no_progress,
-                               log=lambda msg: console.print(f"[dim]{msg}[/]"))
-    except AgentStartError as exc:  # the fabric is down again; say why in one line
-        print(f"aifabric: {exc}", file=sys.stderr)
-        return 1
+        if view is not None:
+            view.announce(say)
+        try:
+            results = run_scenario(scenario, out, progress=not args.no_progress, log=say,
+                                   observer=view.feed if view else None)
+        except AgentStartError as exc:  # the fabric is down again; say why in one line
+            print(f"aifabric: {exc}", file=sys.stderr)
+            if view is not None:
+                view.finish(error=str(exc))
+                view.linger(args.view_linger, say)
+            return 1
+        except BaseException as exc:  # the page says the run ended; the CLI says why
+            if view is not None:
+                view.finish(error=str(exc) or type(exc).__name__)
+            raise
+        if view is not None:
+            view.finish(results)
+        _print_results(console, results, out)
+        if view is not None:
+            view.linger(args.view_linger, say)
+    finally:
+        if view is not None:
+            view.stop()
+    failed = [c for c in results["checks"] if not c["passed"]]
+    return 1 if failed or results["partial"] else 0
+
+
+def _print_results(console: Any, results: dict[str, Any], out: Path) -> None:
+    from emulator.measure.summary import summary
+
     console.print(summary(results))
     for error in results.get("errors", []):
         console.print(f"[yellow]note:[/] {error}")
     console.print(f"results: {out / 'results.json'}")
-    failed = [c for c in results["checks"] if not c["passed"]]
-    return 1 if failed or results["partial"] else 0

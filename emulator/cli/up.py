@@ -7,6 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import ExitStack
+
+from emulator.cli.view import LiveView, add_view_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,6 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="ping all ordered GPU pairs on different servers, print a summary, tear down")
     p.add_argument("--json", action="store_true", help="with --check: print the summary as JSON")
     p.add_argument("--workdir", help="keep logs, build outputs and captures here")
+    add_view_options(p, speed=False)
     p.set_defaults(func=_up)
 
 
@@ -29,7 +33,15 @@ def _up(args: argparse.Namespace) -> int:
 
     topology = load_topology(args.topology)
     workdir = Path(args.workdir) if args.workdir else None
-    with FabricSession(topology, target=args.target, workdir=workdir) as fabric:
+    with ExitStack() as stack:
+        # the view first: a port in use stops us before the fabric is built
+        view = LiveView(args.view, topology.name) if args.view else None
+        if view is not None:
+            stack.callback(view.stop)
+        fabric = stack.enter_context(FabricSession(topology, target=args.target,
+                                                   workdir=workdir))
+        if view is not None:
+            _watch(view, fabric, topology, args.target, stack)
         if args.check:
             summary = fabric.ping_all()
             if args.json:
@@ -44,3 +56,19 @@ def _up(args: argparse.Namespace) -> int:
 
         FabricCLI(fabric)
     return 0
+
+
+def _watch(view: LiveView, fabric: object, topology: object, target: str,
+           stack: ExitStack) -> None:
+    """Feed the page from the switches' QueueControl channel (built-in target;
+    BMv2 has none: the page shows the topology only)."""
+    from emulator.view.sources import live_poller
+
+    clients = {}
+    if target == "builtin":
+        from emulator.targets.builtin.queue_control import QueueControlClient
+
+        for name, address in fabric.network.switch_addresses().items():  # type: ignore[attr-defined]
+            clients[name] = stack.enter_context(QueueControlClient(address))
+    view.feed.watch_fabric(topology, target, live_poller(clients))
+    view.announce(lambda msg: print(msg, flush=True))

@@ -55,6 +55,16 @@ What differs from the built-in target, which pauses below P4 exactly:
   priority queue only when the switch runs with ``--priority-queues N``
   (the network layer passes 8); priority n is paused only when n < N
   (otherwise nothing is paused, as on the built-in target).
+- **No buffer model.** The built-in target's buffer (shared pool, ingress
+  priority groups with headroom, dynamic thresholds, PFC generated below P4
+  and released on every way a frame leaves) has no BMv2 counterpart: here
+  fabric.p4 generates XOFF/XON from its own per (ingress port, priority)
+  byte register (the controller writes ``pfc_ingress``/``pfc_egress`` only
+  for BMv2, ``FabricSettings.pfc_in_p4``), BMv2's queues are per port and
+  priority and counted in packets, a lossless frame is tail-dropped like
+  any other when its queue is full (no headroom), and a frame BMv2's
+  traffic manager drops is never released from the register (P4 does not
+  see it), so that port may stay paused.
 - **Quanta are timed at the configured link rate** (``rate_bps`` of the
   topology), although BMv2 realises that rate only as full-size frames per
   second.

@@ -31,11 +31,16 @@ PRIORITIES = 8
 @dataclass
 class QueueSetter:
     """How the controller reaches a switch's queues outside P4Runtime:
-    ``set_port(switch, port, rate_bps, delay_us, buffer_bytes)`` and
-    ``set_pfc(switch, port, priority, enabled)``."""
+    ``set_port(switch, port, rate_bps, delay_us, buffer_bytes)``,
+    ``set_pfc(switch, port, priority, enabled)``, and on targets with a
+    buffer of their own ``set_port_settings(switch, port, settings)`` (the
+    port's lossless settings) and ``set_buffer(switch, settings)`` (pool
+    and alphas)."""
 
     set_port: Callable[[str, int, int, float, int | None], None]
     set_pfc: Callable[[str, int, int, bool], None]
+    set_port_settings: Callable[[str, int, dict], None] | None = None
+    set_buffer: Callable[[str, dict], None] | None = None
 
 
 class FabricController:
@@ -75,11 +80,18 @@ class FabricController:
 
     def configure_queues(self, setter: QueueSetter, buffer_bytes: int | None = None) -> None:
         """Port rates/delays/buffers and which priorities honour PFC."""
+        buffer = self.settings.buffer
         for name, plan in self.plans.items():
             for port in plan.ports:
                 setter.set_port(name, port.port, port.rate_bps, port.delay_us, buffer_bytes)
                 for prio in range(PRIORITIES):
                     setter.set_pfc(name, port.port, prio, prio in port.pfc_priorities)
+                if port.lossless and setter.set_port_settings is not None:
+                    setter.set_port_settings(name, port.port, dict(port.lossless))
+            # After the ports: the pool must hold the headrooms they reserve.
+            if setter.set_buffer is not None and not self.settings.pfc_in_p4:
+                setter.set_buffer(name, {"pool_bytes": buffer.pool_bytes,
+                                         "alpha": list(buffer.alpha)})
 
     def bring_up(self, setter: QueueSetter | None = None, buffer_bytes: int | None = None) -> None:
         self.connect()

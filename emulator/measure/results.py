@@ -17,7 +17,12 @@ Layout of ``results.json``::
                 cnp_sent, ce_received, rate_cuts, min_rate_bps, qps}]
     switches: {switch: {port: {priority: {tx_packets, tx_bytes, rx_packets,
                 rx_bytes, drops, ecn_marked, pfc_tx, pfc_rx, paused_s, max_qdepth}},
-               "_port_drops": {port: other drops}}}      (ports as strings)
+               "_port_drops": {port: other drops},
+               "_drops_by_reason": {reason: frames},
+               "_buffer": {pool_bytes, shared_bytes, headroom_bytes,
+                           shared_used_bytes, headroom_used_bytes,
+                           shared_max_bytes, headroom_max_bytes, ...}}}
+                                                          (ports as strings)
     hosts:    {server: {nics: {intf: {tx_packets, tx_bytes, rx_packets,
                 rx_bytes, pfc_rx, pfc_tx, paused_s}}, paused_s, cnp_sent,
                 cnp_received, retransmits}}
@@ -49,8 +54,14 @@ bytes × 8 / (end of the run − first transmission, or its scheduled start
 when none of its messages finished) (0 if it never sent).
 Per (port, priority) ``pfc_rx`` = PFC frames naming the priority received on
 the port (the larger of the P4 counter and the queue statistics: the built-in
-target honours pause frames below P4); ``drops`` = P4 drops (ingress) + tail drops of that
-egress queue; drops a port counts without a priority (bad priority, tx
+target honours pause frames below P4), ``pfc_tx`` likewise (its buffer sends
+them below P4); ``drops`` = P4 drops (ingress) + tail drops of that
+egress queue + headroom overflows of that ingress priority group;
+``pg_max_bytes``/``headroom_max_bytes`` = the high-water marks of the
+ingress priority group's bytes and of its headroom in use (built-in
+target); ``_drops_by_reason`` = the switch's drops by cause (``tail``,
+``headroom_overflow``, ``pipeline``, ...) and ``_buffer`` its shared
+pool (:mod:`emulator.targets.builtin.mmu`); drops a port counts without a priority (bad priority, tx
 errors, truncation, receive overruns, executor errors) are in
 ``_port_drops``. A flow's ``rate_cuts`` counts the DCQCN rate decreases of
 its QPs and ``min_rate_bps`` is the lowest rate Rc they reached (None
@@ -146,16 +157,22 @@ def switch_results(counters: Mapping[int, Mapping[int, Mapping[str, int]]],
         for q in row.get("queues", []):
             prio = q["priority"]
             busy = (q.get("tx_packets") or q.get("tail_dropped") or q.get("paused_s")
-                    or q.get("max_depth_packets"))
+                    or q.get("max_depth_packets") or q.get("pg_max_bytes")
+                    or q.get("pfc_tx") or q.get("headroom_overflow"))
             if (port, prio) not in queues and not busy:
                 continue
             slot = queues.setdefault((port, prio), {
                 "tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "rx_bytes": 0, "drops": 0,
                 "ecn_marked": 0,
                 "pfc_tx": 0, "pfc_rx": 0})
-            slot["drops"] += q.get("tail_dropped", 0)
-            # PFC frames are honoured below P4 on the built-in target: P4 never counts them
+            slot["drops"] += q.get("tail_dropped", 0) + q.get("headroom_overflow", 0)
+            # PFC frames are honoured and sent below P4 on the built-in target:
+            # P4 never counts them
             slot["pfc_rx"] = max(slot["pfc_rx"], q.get("pfc_rx", 0))
+            slot["pfc_tx"] = max(slot["pfc_tx"], q.get("pfc_tx", 0))
+            if "pg_max_bytes" in q:
+                slot["pg_max_bytes"] = q["pg_max_bytes"]
+                slot["headroom_max_bytes"] = q.get("headroom_max_bytes", 0)
             slot["paused_s"] = round(float(q.get("paused_s", 0.0)), 9)
             slot["max_qdepth"] = {"packets": q.get("max_depth_packets", 0),
                                   "bytes": q.get("max_depth_bytes", 0)}
@@ -163,6 +180,15 @@ def switch_results(counters: Mapping[int, Mapping[int, Mapping[str, int]]],
     for (port, prio), slot in sorted(queues.items()):
         out.setdefault(str(port), {})[str(prio)] = slot
     out["_port_drops"] = port_drops
+    if queue_stats:
+        reasons: dict[str, int] = {}
+        for row in port_rows.values():
+            for reason, n in row.get("drops", {}).items():
+                if n:
+                    reasons[reason] = reasons.get(reason, 0) + n
+        out["_drops_by_reason"] = dict(sorted(reasons.items()))
+        if "buffer" in queue_stats:
+            out["_buffer"] = dict(queue_stats["buffer"])
     return out
 
 

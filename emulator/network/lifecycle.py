@@ -53,7 +53,6 @@ from emulator.network.record import DEFAULT_RECORD_DIR, RunRecord
 from emulator.network.switches import (
     DEFAULT_START_TIMEOUT_S, DEFAULT_STOP_GRACE_S, SWITCH_CLASSES, P4SwitchNode,
 )
-from emulator.targets.builtin.config import DEFAULT_BUFFER_BYTES
 
 INTERFACE_GONE_TIMEOUT_S = 10.0
 
@@ -63,7 +62,9 @@ class NetworkOptions:
     """Settings of a network that its description does not give."""
 
     mtu: int = DEFAULT_MTU
-    buffer_bytes: int = DEFAULT_BUFFER_BYTES  # per queue of every switch port
+    # per queue of every switch port (BMv2: its depth; built-in target: the
+    # static cap of each lossy queue); about BMv2's default of 64 x 1500 B
+    buffer_bytes: int = 96_000
     priority_queues: int = 8
     cpu_port: int | None = DEFAULT_CPU_PORT
     log_level: str = "info"

@@ -138,9 +138,12 @@ class LiveFabricActions:
 
 
 def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: bool = True,
-             log: Callable[[str], None] | None = None) -> dict[str, Any]:
+             log: Callable[[str], None] | None = None, observer: Any = None
+             ) -> dict[str, Any]:
     """Run ``scenario`` live on ``target`` (builtin or bmv2); returns the
-    results (also written to ``out_dir``)."""
+    results (also written to ``out_dir``). ``observer``
+    (:class:`emulator.view.feed.RunObserver`, the web view) is told the start
+    and given a sample at every status poll."""
     out = Path(out_dir)
     say = log or (lambda _msg: None)
     scenario = emulated(scenario)  # a no-op for a loaded scenario: the loader did it
@@ -246,10 +249,14 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                 errors.append(f"agents were ready {time.time() - start_unix:.2f} s after the "
                               "common start: the first flows started late")
             cpu.start()
+            if observer is not None:  # the web view polls the switches from its own thread
+                from emulator.view.sources import live_poller
+                observer.on_start(scenario, qps, target=target,
+                                  poll=live_poller(qclients, cpu))
             timings["drive_s"] = round(time.perf_counter() - clock, 3)
             try:
                 _drive(scenario, qps, flows, agents, start_unix, actions, events_done,
-                       progress, feeding)
+                       progress, feeding, observer)
             except KeyboardInterrupt:
                 partial = True
                 errors.append("interrupted (Ctrl-C): results are partial")
@@ -316,9 +323,11 @@ def _read_all(read: Callable[[str], Any], switches: Any,
 
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
            start_unix: float, actions: LiveFabricActions, events_done: list[dict[str, Any]],
-           show_progress: bool, feeding: dict[str, int] | None = None) -> None:
+           show_progress: bool, feeding: dict[str, int] | None = None,
+           observer: Any = None) -> None:
     """The run itself: events, feeding, progress, until the duration is up;
-    ``feeding["starved"]`` gets the times a fed flow ran dry."""
+    ``feeding["starved"]`` gets the times a fed flow ran dry; ``observer``
+    gets the agents' status of every progress poll."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from emulator.traffic.agent.control import AgentClient
@@ -360,9 +369,12 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                 if now >= next_stats:
                     next_stats = now + STATS_EVERY_S
                     done = 0
+                    polled = {}
                     for server, c in clients.items():
-                        answer = status.get(server) or c.status()
+                        answer = polled[server] = status.get(server) or c.status()
                         done += sum(q["bytes_acked"] for q in answer["qps"].values())
+                    if observer is not None and t >= 0:
+                        observer.on_sample(t, {"agents": polled})
                     clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)

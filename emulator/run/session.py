@@ -12,13 +12,13 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from emulator.control.bmv2_pfc import PfcEmulator, start_emulators, stop_emulators
 from emulator.control.controller import FabricController, QueueSetter
 from emulator.control.compile import compile_fabric
-from emulator.control.fabric_plan import FabricSettings
+from emulator.control.fabric_plan import LIVE_RESPONSE_NS, FabricSettings
 from emulator.network.fabric_net import FabricNetwork, NetworkOptions
 from emulator.topology import Topology
 
@@ -43,7 +43,13 @@ def queue_setter(addresses: dict[str, str]) -> QueueSetter:
     def set_pfc(switch: str, port: int, priority: int, enabled: bool) -> None:
         client(switch).set_pfc(port, priority, enabled)
 
-    return QueueSetter(set_port, set_pfc)
+    def set_port_settings(switch: str, port: int, settings: dict) -> None:
+        client(switch).set_port_config(port, **settings)
+
+    def set_buffer(switch: str, settings: dict) -> None:
+        client(switch).set_buffer(**settings)
+
+    return QueueSetter(set_port, set_pfc, set_port_settings, set_buffer)
 
 
 @dataclass
@@ -93,8 +99,12 @@ class FabricSession:
         self.network.start()
         lap("network_s")
         addresses = self.network.switch_addresses()
+        # BMv2 has no buffer of its own: fabric.p4 generates PFC there. Live
+        # hosts and switches act on a pause late: their headroom allows for it.
+        settings = replace(self.settings, pfc_in_p4=self.target == "bmv2",
+                           response_ns=self.settings.response_ns or LIVE_RESPONSE_NS)
         self.controller = FabricController(self.topology, addresses, self.network.device_ids(),
-                                           compiled.p4info, compiled.device_config, self.settings)
+                                           compiled.p4info, compiled.device_config, settings)
         self.controller.connect()
         self.controller.push_pipeline()
         lap("pipeline_push_s")

@@ -87,13 +87,17 @@ def series_bin_s(duration_s: float) -> float:
 
 
 def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
-            log: Callable[[str], None] | None = None, comm: Any = None,
-            partition: str | Path = "auto") -> dict[str, Any]:
+            log: Callable[[str], None] | None = None, observer: Any = None,
+            comm: Any = None, partition: str | Path = "auto") -> dict[str, Any]:
     """Run ``scenario`` on the virtual clock; returns the results (also
-    written to ``out_dir``). With ``comm`` (an MPI communicator of several
-    ranks) this process runs its rank's part of the fabric
+    written to ``out_dir``). ``observer`` (:class:`emulator.view.feed.RunObserver`)
+    gets a sample every series bin of simulated time. With ``comm`` (an MPI
+    communicator) this process runs its rank's part of the fabric
     (:mod:`.sim_ranks`, ``partition`` as :mod:`emulator.sim.partition`
     takes it); rank 0 writes the results, every rank returns them."""
+    if comm is not None and observer is not None and comm.Get_size() > 1:
+        raise ScenarioError("the web view follows a sim run on one rank; run without "
+                            "--ranks, or open the results afterwards with aifabric view")
     from emulator.sim.engine import Engine
 
     started = time.perf_counter()
@@ -122,7 +126,7 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
         # rank 0 builds into the run's folder, the others beside it
         base = out if lead else Path(scratch)
         share, plans, qps, timings = _run_share(scenario, flows, engine, ranks, base, progress,
-                                                say)
+                                                say, observer)
     shares = [share] if ranks is None else ranks.comm.gather(share, root=0)
     results: dict[str, Any] | None = None
     if lead:
@@ -136,7 +140,7 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
 
 
 def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None, base: Path,
-               progress: bool, say: Callable[[str], None]
+               progress: bool, say: Callable[[str], None], observer: Any = None
                ) -> tuple[RankShare, list, list, dict[str, float]]:
     """Build this rank's part (the whole fabric on one engine), run it,
     and collect what it measured."""
@@ -187,6 +191,10 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
                 nodes[server] = fabric.attach_agent(server, agent, gpus)
             start_sim_captures(scenario, fabric, base)
             _schedule_events(scenario, qps, flows, fabric, actions, nodes, share)
+            if observer is not None:  # the web view: reads only, so the run is the same
+                from emulator.view.sources import sim_sampler
+                observer.on_start(scenario, qps, target="sim")
+                engine.every(bin_s, sim_sampler(fabric, nodes, observer))
             timings["agents_ready_s"] = round(time.perf_counter() - wall, 3)
         except (Exception, KeyboardInterrupt) as exc:  # told to every rank
             error = exc

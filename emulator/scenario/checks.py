@@ -3,8 +3,13 @@
 - Traffic classes: the RoCE and CNP DSCPs differ; with PFC on, the RoCE
   priority is lossless; with ECN and DCQCN on, ECN marks the RoCE priority.
 - Every port (the defaults, then each override as it applies): ECN
-  ``kmin <= kmax`` and ``kmin`` below the buffer; PFC ``xon < xoff <=
-  buffer``. Packet thresholds count full-size frames (MTU + 58 bytes).
+  ``kmin <= kmax`` and (without PFC) ``kmin`` below the buffer; PFC ``xon <
+  xoff`` (lossless queues have no static cap: ``buffer`` is the lossy
+  queues'). Packet thresholds count full-size frames (MTU + 58 bytes).
+- Buffers: a headroom the file gives holds what is in flight on each
+  lossless port's link (:func:`~emulator.targets.builtin.mmu.headroom_bytes`
+  of its rate and delay, the largest frame and ``pfc.response``); a pool the
+  file gives is larger than the headrooms of each switch.
 - Flows (written and generated): ids unique, ``src`` and ``dst`` on
   different servers (GPUs of one server talk over the scale-up domain, not
   the fabric), starting before the end; at least one flow.
@@ -21,7 +26,8 @@ from dataclasses import replace
 from typing import Callable
 
 from emulator.scenario.errors import KeyPath, ScenarioError, Where
-from emulator.scenario.spec import EventSpec, FlowSpec, PortSettings, Scenario
+from emulator.scenario.spec import RETH_BYTES, EventSpec, FlowSpec, PortSettings, Scenario
+from emulator.targets.builtin.mmu import headroom_bytes
 from emulator.scenario.units import Threshold, format_duration, format_size
 from emulator.scenario.collectives import plan_collective
 from emulator.scenario.workload import expand_generator
@@ -34,6 +40,7 @@ def check_scenario(scenario: Scenario, where: Where) -> Scenario:
     """The scenario with its events in time order, or the first problem found."""
     _check_classes(scenario, where)
     _check_ports(scenario, where)
+    _check_buffers(scenario, where)
     flows = _check_flows(scenario, where)
     events = _check_events(scenario, flows, where)
     host_rate_bps = scenario.topology.spec.host_link.rate_bps
@@ -78,7 +85,7 @@ def _check_port(port: PortSettings, frame_bytes: int, fail: Fail) -> None:
             raise fail("ecn.kmin", f"kmin {_show(ecn.kmin, frame_bytes)} is above kmax "
                                    f"{_show(ecn.kmax, frame_bytes)}; ECN marks more and more "
                                    f"from kmin up to kmax, so kmin <= kmax")
-        if ecn.kmin.to_bytes(frame_bytes) >= buffer_bytes:
+        if not pfc.enabled and ecn.kmin.to_bytes(frame_bytes) >= buffer_bytes:
             raise fail("ecn.kmin", f"kmin {_show(ecn.kmin, frame_bytes)} is not below the buffer "
                                    f"{format_size(buffer_bytes)}; the queue never gets that "
                                    f"deep, so nothing would be marked")
@@ -89,10 +96,6 @@ def _check_port(port: PortSettings, frame_bytes: int, fail: Fail) -> None:
             raise fail("pfc.xon", f"xon {_show(pfc.xon, frame_bytes)} is not below xoff "
                                   f"{_show(pfc.xoff, frame_bytes)}; PFC pauses above xoff and "
                                   f"resumes below xon, so xon < xoff")
-        if pfc.xoff.to_bytes(frame_bytes) > buffer_bytes:
-            raise fail("pfc.xoff", f"xoff {_show(pfc.xoff, frame_bytes)} is above the buffer "
-                                   f"{format_size(buffer_bytes)}; the queue would drop before it "
-                                   f"pauses, so xoff <= buffer")
 
 
 def _check_ports(scenario: Scenario, where: Where) -> None:
@@ -123,6 +126,45 @@ def _check_ports(scenario: Scenario, where: Where) -> None:
 
         _check_port(switches.for_port(override.switch, override.port), frame_bytes,
                     fail_override)
+
+
+def _check_buffers(scenario: Scenario, where: Where) -> None:
+    """Given headrooms hold their link's in-flight bytes; a given pool holds
+    the headrooms (see the module docstring)."""
+    switches = scenario.switches
+    frame_bytes = scenario.hosts.frame_bytes
+    response_s = switches.pfc.response_ns * 1e-9
+    links = {}
+    for link in scenario.topology.links:
+        links[(link.node_a, link.port_a)] = link
+        links[(link.node_b, link.port_b)] = link
+    for sw in scenario.topology.switches:
+        reserved = 0
+        for port in sw.ports:
+            pfc = switches.for_port(sw.name, port.number).pfc
+            link = links.get((sw.name, port.number))
+            if not pfc.enabled or link is None:
+                continue
+            need = headroom_bytes(link.rate_bps, link.delay_ns * 1e-9, frame_bytes + RETH_BYTES,
+                                  response_s=response_s)
+            given = None if pfc.headroom is None else pfc.headroom.to_bytes(frame_bytes)
+            reserved += (given or need) * len(pfc.priorities)
+            if given is not None and given < need:
+                path: KeyPath = ["switches", "pfc", "headroom"]
+                for index, override in enumerate(switches.overrides):
+                    if override.switch == sw.name and override.port in (None, port.number) \
+                            and "headroom" in override.pfc:
+                        path = ["switches", "overrides", index, "pfc", "headroom"]
+                raise where.error(path, (
+                    f"{_show(pfc.headroom, frame_bytes)} cannot hold what is in flight on port "
+                    f"{sw.name}:{port.number} ({format_rate(link.rate_bps)}, "
+                    f"{format_duration(link.delay_ns)}): it needs {need} B = 2 x rate x delay + "
+                    f"3 frames of {frame_bytes + RETH_BYTES} B + a pause frame + the response "
+                    f"time; raise it or write auto"))
+        if switches.pool_bytes and switches.pool_bytes <= reserved:
+            raise where.error(["switches", "pool", "size"], (
+                f"{format_size(switches.pool_bytes)} does not exceed the {reserved} B of headroom "
+                f"the lossless ports of {sw.name} reserve; raise it or write auto"))
 
 
 def _place(switch: str, port: int | None) -> str:

@@ -6,8 +6,11 @@ same): ``ceil(bytes / frame)`` with ``frame`` = MTU + 58 bytes of RoCEv2
 headers (:data:`~emulator.scenario.spec.ROCE_FRAME_OVERHEAD_BYTES`).
 Rounding up means no packet is marked while the queue holds at most
 ``kmin`` bytes of full-size frames, and every packet is marked once it holds
-about ``kmax`` bytes. PFC thresholds are bytes on the switch; a threshold
-written in packets is that many full-size frames.
+about ``kmax`` bytes. PFC thresholds and headrooms are bytes on the switch; a threshold
+written in packets is that many full-size frames. The switches' shared
+pool and lossy alphas, the largest frame (a WRITE's first, with RETH) and
+the peers' response time go to the buffer of the built-in target, which
+computes a port's headroom from its link when the scenario gives none.
 
 Overrides are per switch or port: ``to_fabric_settings(scenario)`` gives the
 fabric-wide settings with every port that differs in ``ports`` (the
@@ -17,8 +20,8 @@ controller's plan programs each port with its own), and
 
 from __future__ import annotations
 
-from emulator.control.fabric_plan import EcnSettings, FabricSettings, PfcSettings
-from emulator.scenario.spec import Scenario
+from emulator.control.fabric_plan import BufferSettings, EcnSettings, FabricSettings, PfcSettings
+from emulator.scenario.spec import RETH_BYTES, Scenario
 
 
 def to_fabric_settings(scenario: Scenario, switch: str | None = None,
@@ -44,6 +47,10 @@ def to_fabric_settings(scenario: Scenario, switch: str | None = None,
         cnp_dscp=priorities.cnp_dscp,
         cnp_priority=priorities.cnp,
         ecn=ecn, pfc=pfc, ports=ports,
+        buffer=BufferSettings(pool_bytes=scenario.switches.pool_bytes,
+                              alpha=scenario.switches.alpha),
+        max_frame_bytes=frame_bytes + RETH_BYTES,
+        response_ns=scenario.switches.pfc.response_ns,
     )
 
 
@@ -56,7 +63,10 @@ def _port(scenario: Scenario, switch: str, port: int | None) -> tuple[EcnSetting
                         priorities=ecn.priorities),
             PfcSettings(enabled=pfc.enabled, priorities=pfc.priorities,
                         xoff_bytes=pfc.xoff.to_bytes(frame_bytes),
-                        xon_bytes=pfc.xon.to_bytes(frame_bytes), quanta=pfc.quanta))
+                        xon_bytes=pfc.xon.to_bytes(frame_bytes), quanta=pfc.quanta,
+                        alpha=pfc.alpha,
+                        headroom_bytes=(0 if pfc.headroom is None
+                                        else pfc.headroom.to_bytes(frame_bytes))))
 
 
 def buffer_bytes(scenario: Scenario, switch: str, port: int) -> int:

@@ -157,10 +157,15 @@ def _ecn_keys(ctx: Context, raw: Raw, path: KeyPath) -> dict[str, Any]:
 
 def _pfc_keys(ctx: Context, raw: Raw, path: KeyPath) -> dict[str, Any]:
     """The PFC keys ``raw`` gives, parsed (no priorities)."""
-    given: dict[str, Any] = {key: raw[key] for key in ("enabled", "quanta") if key in raw}
+    given: dict[str, Any] = {key: raw[key] for key in ("enabled", "quanta", "alpha")
+                             if key in raw}
     for key in ("xoff", "xon"):
         if key in raw:
             given[key] = ctx.unit(parse_threshold, raw[key], [*path, key], THRESHOLD_HINT)
+    if "headroom" in raw:
+        value = raw["headroom"]
+        given["headroom"] = None if value == "auto" else ctx.unit(
+            parse_threshold, value, [*path, "headroom"], f"auto, or {THRESHOLD_HINT}")
     return given
 
 
@@ -171,7 +176,25 @@ def switch_settings(ctx: Context, raw: Raw) -> SwitchSettings:
     ecn = EcnSpec(**_ecn_keys(ctx, ecn_raw, [*path, "ecn"]),
                   priorities=tuple(ecn_raw.get("priorities", [priorities.roce])))
     pfc = PfcSpec(**_pfc_keys(ctx, pfc_raw, [*path, "pfc"]),
-                  priorities=tuple(pfc_raw.get("priorities", [priorities.roce])))
+                  priorities=tuple(pfc_raw.get("priorities", [priorities.roce])),
+                  response_ns=(duration(ctx, pfc_raw["response"], [*path, "pfc", "response"])
+                               if "response" in pfc_raw else 0))
+    pool_raw = raw.get("pool", {})
+    pool_bytes = SwitchSettings.pool_bytes
+    if pool_raw.get("size", "auto") != "auto":
+        pool_bytes = _size(ctx, pool_raw["size"], [*path, "pool", "size"], positive=True,
+                           hint=f"auto, or {SIZE_HINT}")
+    alpha = list(SwitchSettings.alpha)
+    given_alpha = pool_raw.get("alpha")
+    if isinstance(given_alpha, (int, float)):
+        alpha = [float(given_alpha)] * len(alpha)
+    elif isinstance(given_alpha, dict):
+        for key, value in given_alpha.items():
+            prio = int(key) if str(key).isdigit() else -1
+            if not 0 <= prio < len(alpha):
+                raise ctx.where.error([*path, "pool", "alpha", key],
+                                      f"{key!r} is not a priority; write 0 to 7")
+            alpha[prio] = float(value)
     buffer_bytes = (_size(ctx, raw["buffer"], [*path, "buffer"], positive=True)
                     if "buffer" in raw else SwitchSettings.buffer_bytes)
     overrides = []
@@ -190,7 +213,7 @@ def switch_settings(ctx: Context, raw: Raw) -> SwitchSettings:
             pfc=_pfc_keys(ctx, item.get("pfc", {}), [*where, "pfc"]),
         ))
     return SwitchSettings(buffer_bytes=buffer_bytes, ecn=ecn, pfc=pfc, priorities=priorities,
-                          overrides=tuple(overrides))
+                          overrides=tuple(overrides), pool_bytes=pool_bytes, alpha=tuple(alpha))
 
 
 def host_settings(ctx: Context, raw: Raw) -> HostSettings:

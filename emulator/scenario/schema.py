@@ -100,15 +100,21 @@ _ECN_KEYS: dict[str, Any] = {
     "pmax": {"type": "number", "minimum": 0, "maximum": 1,
              "description": "a probability from 0 to 1 (e.g. 0.2)"},
 }
+_ALPHA = {"type": "number", "exclusiveMinimum": 0,
+          "description": "a number above 0 (e.g. 0.125 for 1/8, or 8)"}
 _PFC_KEYS: dict[str, Any] = {
     "enabled": _BOOL,
     "xoff": _THRESHOLD,
     "xon": _THRESHOLD,
     "quanta": _int(1, 65535, "a whole number of pause quanta from 1 to 65535"),
+    "alpha": _ALPHA,
+    "headroom": {"type": ["string", "integer"],
+                 "description": f"auto, or {THRESHOLD_HINT}"},
 }
 _ECN = _obj("an ecn mapping", {**_ECN_KEYS, "priorities": _PRIORITY_LIST},
             example="{enabled: true, kmin: 20KB, kmax: 80KB, pmax: 0.2}")
-_PFC = _obj("a pfc mapping", {**_PFC_KEYS, "priorities": {**_PRIORITY_LIST, "minItems": 1}},
+_PFC = _obj("a pfc mapping", {**_PFC_KEYS, "priorities": {**_PRIORITY_LIST, "minItems": 1},
+                              "response": _DURATION},
             example="{enabled: true, priorities: [3], xoff: 40KB, xon: 20KB}")
 _PRIORITIES = _obj("a priorities mapping", {
     "roce_dscp": _DSCP, "roce": _PRIORITY, "cnp_dscp": _DSCP, "cnp": _PRIORITY,
@@ -120,8 +126,14 @@ _OVERRIDE = _obj("an override", {
     "ecn": _obj("an ecn override", _ECN_KEYS, example="{kmin: 10KB}"),
     "pfc": _obj("a pfc override", _PFC_KEYS, example="{xoff: 20KB, xon: 10KB}"),
 }, required=("switch",), example="{switch: leaf-r0-0, port: 3, buffer: 64KB}")
+_POOL = _obj("a pool mapping", {
+    "size": {"type": ["string", "integer"], "description": f"auto, or {SIZE_HINT}"},
+    "alpha": {"anyOf": [_ALPHA, {"type": "object", "additionalProperties": _ALPHA}],
+              "description": "a number above 0, or {priority: number} (e.g. {0: 0.125})"},
+}, example="{size: 4MB, alpha: {0: 0.125}}")
 _SWITCHES = _obj("switches", {
     "buffer": _SIZE,
+    "pool": _POOL,
     "ecn": _ECN,
     "pfc": _PFC,
     "priorities": _PRIORITIES,

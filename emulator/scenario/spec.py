@@ -16,12 +16,17 @@ import operator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping
 
-from emulator.control.fabric_plan import EcnSettings, PfcSettings
+from emulator.control.fabric_plan import BufferSettings, EcnSettings, PfcSettings
 from emulator.scenario.units import Threshold
 from emulator.topology import Topology
 
-# The built-in target's per-queue buffer (emulator.targets.builtin.config).
+# The static cap of each lossy queue (SONiC's static_th; the dynamic
+# threshold of emulator.targets.builtin.mmu applies too); lossless queues
+# have none: their ingress groups are admitted by XOFF and headroom.
 DEFAULT_BUFFER_BYTES = 96_000
+# RETH (16 bytes) on the first packet of a WRITE: the largest frame is
+# frame_bytes + this, what a computed headroom allows for.
+RETH_BYTES = 16
 DEFAULT_MTU_BYTES = 1024
 ROCE_MTUS: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
 # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4: the frame of a RoCEv2
@@ -53,18 +58,26 @@ class EcnSpec:
 
 @dataclass(frozen=True)
 class PfcSpec:
-    """Pause the upstream port above ``xoff``, resume below ``xon``, on ``priorities``."""
+    """Pause the upstream port above ``xoff`` (or ``alpha`` x the free
+    shared buffer when ``alpha`` > 0), resume below ``xon``, on
+    ``priorities``; ``headroom`` per port and priority (None: computed from
+    the link and ``response_ns``, the peer's response time)."""
 
     enabled: bool = PfcSettings.enabled
     priorities: tuple[int, ...] = PfcSettings.priorities
     xoff: Threshold = Threshold(PfcSettings.xoff_bytes, "bytes")
     xon: Threshold = Threshold(PfcSettings.xon_bytes, "bytes")
     quanta: int = PfcSettings.quanta
+    alpha: float = PfcSettings.alpha
+    headroom: Threshold | None = None
+    response_ns: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "priorities": list(self.priorities),
                 "xoff": _threshold_dict(self.xoff), "xon": _threshold_dict(self.xon),
-                "quanta": self.quanta}
+                "quanta": self.quanta, "alpha": self.alpha,
+                "headroom": None if self.headroom is None else _threshold_dict(self.headroom),
+                "response_ns": self.response_ns}
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,10 @@ class SwitchSettings:
     pfc: PfcSpec = field(default_factory=PfcSpec)
     priorities: PrioritySpec = field(default_factory=PrioritySpec)
     overrides: tuple[SwitchOverride, ...] = ()
+    # The shared buffer of each switch (0: sized from its ports) and the
+    # dynamic threshold of the lossy queues per priority.
+    pool_bytes: int = BufferSettings.pool_bytes
+    alpha: tuple[float, ...] = BufferSettings().alpha
 
     def for_port(self, switch: str, port: int | None = None) -> PortSettings:
         """The settings of ``switch``'s port ``port`` (None: the switch-wide ones)."""
@@ -142,7 +159,8 @@ class SwitchSettings:
         return settings
 
     def to_dict(self) -> dict[str, Any]:
-        return {"buffer_bytes": self.buffer_bytes, "ecn": self.ecn.to_dict(),
+        return {"buffer_bytes": self.buffer_bytes, "pool_bytes": self.pool_bytes,
+                "alpha": list(self.alpha), "ecn": self.ecn.to_dict(),
                 "pfc": self.pfc.to_dict(), "priorities": self.priorities.to_dict(),
                 "overrides": [o.to_dict() for o in self.overrides]}
 

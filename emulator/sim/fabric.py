@@ -237,7 +237,13 @@ class SimFabric:
 
         def set_pfc(switch: str, port: int, priority: int, enabled: bool) -> None:
             self.switches[switch].set_pfc(port, priority, enabled)
-        return QueueSetter(set_port, set_pfc)
+
+        def set_port_settings(switch: str, port: int, settings: dict) -> None:
+            self.switches[switch].set_port_config(port, **settings)
+
+        def set_buffer(switch: str, settings: dict) -> None:
+            self.switches[switch].set_buffer(**settings)
+        return QueueSetter(set_port, set_pfc, set_port_settings, set_buffer)
 
     def _sampler(self, node: SwitchNode):  # type: ignore[no-untyped-def]
         dp = node.dataplane

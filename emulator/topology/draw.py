@@ -1,4 +1,5 @@
-"""Drawing a topology to an image file with matplotlib (no display needed).
+"""Drawing a topology to an image file with matplotlib (no display needed);
+where things go comes from :mod:`.layout` (the web view places them from it too).
 
 Servers sit at the bottom as boxes holding one dot per GPU NIC; switches sit
 above in tiers (leaves, then spines; fat-tree: edge, aggregation, core). NICs
@@ -32,21 +33,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
+from emulator.topology.layout import SERVER_HEIGHT_IN, Box, layout_topology
 from emulator.topology.model import Switch, Topology, counts
 from emulator.topology.units import format_delay, format_rate
 
 _DPI = 150
-_NIC_PITCH_IN = 0.17  # between NIC dots of one server, at least
-_NIC_PITCH_MAX_IN = 0.4  # when there is room to spare
-_SERVER_PAD_IN = 0.12  # server box margin left and right of the dots
-_SERVER_MIN_WIDTH_IN = 0.5  # room for the server's name
-_SERVER_GAP_IN = 0.22
-_SERVER_HEIGHT_IN = 0.42
-_SWITCH_PITCH_MIN_IN = 1.0
-_MIN_WIDTH_IN = 5.8  # room for the title
-_SWITCH_WIDTH_IN = 0.86
-_SWITCH_HEIGHT_IN = 0.4
-_FABRIC_GAP_IN = 1.25  # between switch tiers, box centre to box centre
 _LEFT_MARGIN_IN = 0.95  # tier names
 _RIGHT_MARGIN_IN = 0.3
 _TOP_MARGIN_IN = 0.75  # title
@@ -80,22 +71,6 @@ class LinkValues:
     heading: str = ""
 
 
-@dataclass(frozen=True)
-class _Box:
-    x: float  # centre
-    y: float  # centre
-    width: float
-    height: float
-
-    @property
-    def top(self) -> float:
-        return self.y + self.height / 2
-
-    @property
-    def bottom(self) -> float:
-        return self.y - self.height / 2
-
-
 def _colours(count: int) -> list[tuple[float, float, float, float]]:
     """One colour per rail; tab10 without its grey, which fabric links use."""
     if count <= 9:
@@ -103,20 +78,6 @@ def _colours(count: int) -> list[tuple[float, float, float, float]]:
         return [cmap(i) for i in (0, 1, 2, 3, 4, 5, 6, 8, 9)[:count]]
     cmap = colormaps["turbo"]
     return [cmap(0.05 + 0.9 * i / (count - 1)) for i in range(count)]
-
-
-def _tiers(topology: Topology) -> list[list[Switch]]:
-    """Switch rows from bottom to top, each in drawing order (left to right)."""
-    if topology.kind == "fat-tree":
-        return [list(topology.switches_with_role(role)) for role in ("edge", "agg", "core")]
-    leaves = list(topology.leaves)
-    # The leaves serving one group of servers go above that group, by rail.
-    leaves.sort(key=lambda leaf: (leaf.leaf_index or 0, leaf.rail or 0))
-    return [leaves, list(topology.switches_with_role("spine"))]
-
-
-def _server_width(gpus_per_server: int, nic_pitch_in: float) -> float:
-    return max((gpus_per_server - 1) * nic_pitch_in + 2 * _SERVER_PAD_IN, _SERVER_MIN_WIDTH_IN)
 
 
 def _plural(count: int, word: str, words: str | None = None) -> str:
@@ -148,22 +109,8 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     """Draw ``topology`` into an image file; the format follows the suffix
     (PNG, SVG, PDF). With ``values``, the links show them (module docstring)."""
     gpus_per_server = topology.spec.gpus_per_server
-    tiers = _tiers(topology)
-    server_width = _server_width(gpus_per_server, _NIC_PITCH_IN)
-    width = max(len(topology.servers) * (server_width + _SERVER_GAP_IN),
-                max(len(tier) for tier in tiers) * _SWITCH_PITCH_MIN_IN, _MIN_WIDTH_IN)
-    server_pitch = width / len(topology.servers)
-    # Spread the NICs of a server when the servers have room to spare.
-    nic_pitch = _NIC_PITCH_IN
-    if gpus_per_server > 1:
-        spare = (0.6 * server_pitch - 2 * _SERVER_PAD_IN) / (gpus_per_server - 1)
-        nic_pitch = min(max(spare, _NIC_PITCH_IN), _NIC_PITCH_MAX_IN)
-    server_width = _server_width(gpus_per_server, nic_pitch)
-    # Host links of a rail-optimized fabric cross each other; give them height.
-    crossing = gpus_per_server if topology.kind == "rail-optimized" else 1
-    host_gap = 0.95 + 0.11 * min(crossing, 8)
-    tier_y = [_SERVER_HEIGHT_IN + host_gap + level * _FABRIC_GAP_IN for level in range(len(tiers))]
-    height = tier_y[-1] + _SWITCH_HEIGHT_IN / 2 + (0.25 if topology.kind == "fat-tree" else 0.05)
+    place = layout_topology(topology)
+    width, height, tier_y = place.width_in, place.height_in, place.tier_y
 
     figure_width = (_LEFT_MARGIN_IN + width + _RIGHT_MARGIN_IN
                     + (_COLOURBAR_MARGIN_IN if values else 0.0))
@@ -180,23 +127,9 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     axes.axis("off")
     colours = _colours(gpus_per_server)
 
-    # Where everything goes.
-    nic_xy: dict[str, tuple[float, float]] = {}
-    server_boxes = []
-    for server in topology.servers:
-        box = _Box((server.index + 0.5) * server_pitch, _SERVER_HEIGHT_IN / 2, server_width,
-                   _SERVER_HEIGHT_IN)
-        server_boxes.append((server.name, box))
-        first_x = box.x - (gpus_per_server - 1) * nic_pitch / 2
-        for gpu_name in server.gpus:
-            nic_xy[gpu_name] = (first_x + topology.gpu(gpu_name).index * nic_pitch,
-                                _SERVER_HEIGHT_IN * 0.7)
-    boxes: dict[str, _Box] = {}
-    for tier, y in zip(tiers, tier_y):
-        pitch = width / len(tier)
-        for i, switch in enumerate(tier):
-            boxes[switch.name] = _Box((i + 0.5) * pitch, y, min(_SWITCH_WIDTH_IN, pitch * 0.86),
-                                      _SWITCH_HEIGHT_IN)
+    nic_xy = place.nics
+    server_boxes = list(place.servers.items())
+    boxes = place.switches
 
     if topology.kind == "fat-tree":
         _draw_pods(axes, topology, boxes)
@@ -217,9 +150,7 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     for switch in topology.switches:
         _draw_switch(axes, switch, boxes[switch.name], colours, topology.kind)
 
-    names = (["edge", "aggregation", "core"] if topology.kind == "fat-tree"
-             else ["leaves" if topology.kind == "rail-optimized" else "ToR leaves", "spines"])
-    for name, y in [("servers", _SERVER_HEIGHT_IN / 2), *zip(names, tier_y)]:
+    for name, y in [("servers", SERVER_HEIGHT_IN / 2), *zip(place.tier_names, tier_y)]:
         axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=_MUTED_COLOUR,
                   style="italic", clip_on=False)
 
@@ -251,7 +182,7 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
 
 
 def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
-                boxes: dict[str, _Box], colours: list[tuple[float, float, float, float]]
+                boxes: dict[str, Box], colours: list[tuple[float, float, float, float]]
                 ) -> None:
     for link in topology.links:
         if link.gpu is not None:
@@ -275,7 +206,7 @@ def _value_colours() -> Colormap:
 
 
 def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
-                      boxes: dict[str, _Box], values: LinkValues) -> None:
+                      boxes: dict[str, Box], values: LinkValues) -> None:
     cmap = _value_colours()
     low_w, high_w = _VALUE_WIDTH_PT
     texts: list[tuple[float, str, float, float, float, float, bool]] = []  # ..., host link
@@ -327,7 +258,7 @@ def _free_spot(text: str, x0: float, y0: float, x1: float, y1: float,
     return chosen
 
 
-def _draw_switch(axes: Axes, switch: Switch, box: _Box,
+def _draw_switch(axes: Axes, switch: Switch, box: Box,
                  colours: list[tuple[float, float, float, float]], kind: str) -> None:
     if switch.role == "leaf" and kind == "rail-optimized" and switch.rail is not None:
         colour = colours[switch.rail]
@@ -355,7 +286,7 @@ def _draw_switch(axes: Axes, switch: Switch, box: _Box,
               fontsize=5.5, color=_MUTED_COLOUR, zorder=5)
 
 
-def _draw_pods(axes: Axes, topology: Topology, boxes: dict[str, _Box]) -> None:
+def _draw_pods(axes: Axes, topology: Topology, boxes: dict[str, Box]) -> None:
     """A faint frame around each pod's edge and aggregation switches."""
     pods = sorted({s.pod for s in topology.switches if s.pod is not None})
     for pod in pods:

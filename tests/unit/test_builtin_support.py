@@ -161,5 +161,43 @@ def check_sums(stats: dict) -> None:
             assert q["egress_out"] == q["tx_packets"] + q["tx_errors"] + q["in_flight"], where
             assert q["in_flight"] >= 0 and q["depth_packets"] >= 0, where
             assert q["max_depth_packets"] >= q["depth_packets"], where
-        assert port["tx_packets"] == sum(q["tx_packets"] for q in port["queues"])
+        mac = port.get("mac_control")
+        if mac is not None:  # pause frames the buffer sent, outside the priority queues
+            assert mac["received"] == mac["enqueued"] + mac["tail_dropped"]
+            assert mac["egress_out"] == mac["tx_packets"] + mac["tx_errors"] + mac["in_flight"]
+        assert port["tx_packets"] == sum(q["tx_packets"] for q in port["queues"]) + (
+            mac["tx_packets"] if mac is not None else 0)
         assert port["drops"]["tail"] == sum(q["tail_dropped"] for q in port["queues"])
+
+
+def check_buffer(dp: DataPlane) -> None:
+    """The buffer's invariant (emulator/targets/builtin/mmu.py): per ingress
+    port and priority, the bytes its group holds (shared + headroom) are the
+    bytes of that port's frames still queued; the pool's shared and headroom
+    use are the sums over groups; a group's headroom never exceeds its size."""
+    held: dict[tuple[int, int], int] = {}
+    for ps in dp.ports.values():
+        for prio, queue in enumerate(ps.tm.queues):
+            for entry in queue:
+                item, acc = entry[0], entry[4]
+                if acc is not None:
+                    key = (acc.port.number, prio)
+                    held[key] = held.get(key, 0) + item.length
+    shared = headroom = 0
+    for number, ps in dp.ports.items():
+        acc = ps.pg
+        for prio in range(8):
+            assert acc.held(prio) == held.get((number, prio), 0), (number, prio)
+            assert 0 <= acc.headroom_used[prio] <= max(acc.headroom[prio], 0), (number, prio)
+            shared += acc.shared[prio]
+            headroom += acc.headroom_used[prio]
+    assert dp.buffer.used == shared and dp.buffer.headroom_in_use == headroom
+
+
+def check_idle_buffer(dp: DataPlane) -> None:
+    """An idle switch: nothing held anywhere, no group pausing its peer."""
+    check_buffer(dp)
+    assert dp.buffer.used == 0 and dp.buffer.headroom_in_use == 0
+    for number, ps in dp.ports.items():
+        assert ps.pg.xoff_on == 0, f"port {number} still pauses its peer"
+        assert not ps.ctrl

@@ -225,6 +225,21 @@ def test_queue_control_sets_port_config_and_pfc(control):
     assert [r["port"] for r in client.get_port_config()] == [1, 2, 3, 64]
 
 
+def test_queue_control_sets_the_buffer_and_lossless_ports(control):
+    sw, ports, client = control
+    config = client.set_port_config(2, lossless_priorities=[3], xoff_bytes=20_000,
+                                    xon_bytes=10_000, headroom_bytes=50_000)
+    assert config["lossless_priorities"] == [3] and config["headroom_bytes"] == 50_000
+    state = client.set_buffer(pool_bytes=1_000_000, alpha={"0": 0.125})
+    assert state["pool_bytes"] == 1_000_000 and state["headroom_bytes"] == 50_000
+    assert state["shared_bytes"] == 950_000 and state["alpha"][0] == 0.125
+    assert client.get_buffer()["shared_bytes"] == 950_000
+    with pytest.raises(QueueControlError, match="does not exceed the headroom"):
+        client.set_buffer(pool_bytes=40_000)
+    q = client.get_port_stats([2])["ports"][0]["queues"][3]
+    assert q["lossless"] and q["headroom_bytes"] == 50_000 and q["pg_bytes"] == 0
+
+
 def test_queue_control_stats_and_reset(control):
     sw, ports, client = control
     client.set_port_config(2, rate_bps=1e6, buffer_bytes=3000)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2] / "emulator"
 # Bottom up, as README.md's "Layout" table lists them: a package may import
 # only packages before it.
 LAYERS = ("topology", "p4", "fidelity", "targets", "traffic", "network", "control",
-          "exercise", "sim", "budget", "scenario", "measure", "run", "cli")
+          "exercise", "sim", "budget", "scenario", "measure", "view", "run", "cli")
 
 
 def _module_name(path: Path) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 import pytest
@@ -36,7 +38,9 @@ def test_full_example_converts_bytes_to_packets_rounding_up():
     assert settings == FabricSettings(
         roce_dscp=26, roce_priority=3, cnp_dscp=48, cnp_priority=6,
         # 20KB / 1082B = 18.5 -> 19; 80KB / 1082B = 73.9 -> 74
-        ecn=ecn, pfc=pfc, ports=settings.ports)
+        ecn=ecn, pfc=pfc, ports=settings.ports,
+        # the largest frame: 1082 B and a WRITE's first packet's RETH
+        max_frame_bytes=1082 + 16)
     assert settings.for_port("leaf-r0-0", 1) == (ecn, pfc)
 
 
@@ -75,8 +79,15 @@ def test_plan_fabric_takes_the_settings():
     plans = plan_fabric(scenario.topology, to_fabric_settings(scenario))
     ecn = plans["leaf-r0-0"].table(ECN_CONFIG)[0]
     assert dict(ecn.params)["min_pkts"] == 19 and dict(ecn.params)["max_pkts"] == 74
-    pfc = plans["spine0"].table(PFC_INGRESS)[0]
+    # The built-in target's buffer generates PFC: the ports carry the thresholds.
+    assert not plans["spine0"].table(PFC_INGRESS)
+    assert {p.lossless["xoff_bytes"] for p in plans["spine0"].ports} == {40_000}
+    # BMv2's fabric.p4 generates it: the tables carry them.
+    p4_plans = plan_fabric(scenario.topology, replace(to_fabric_settings(scenario),
+                                                      pfc_in_p4=True))
+    pfc = p4_plans["spine0"].table(PFC_INGRESS)[0]
     assert dict(pfc.params)["xoff"] == 40_000
+    assert all(not p.lossless for p in p4_plans["spine0"].ports)
 
 
 def test_ecn_and_pfc_off():
@@ -89,3 +100,4 @@ def test_ecn_and_pfc_off():
     assert not settings.ecn.enabled and not settings.pfc.enabled
     plans = plan_fabric(scenario.topology, settings)
     assert not plans["leaf-r0-0"].table(ECN_CONFIG) and not plans["leaf-r0-0"].table(PFC_INGRESS)
+    assert all(p.lossless["lossless_priorities"] == [] for p in plans["leaf-r0-0"].ports)

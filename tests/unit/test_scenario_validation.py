@@ -186,15 +186,22 @@ CASES = [
      ["kmin 100KB is above kmax 80KB", "kmin <= kmax"]),
     ("kmin-above-kmax-pkts", edit("kmin: 20KB, kmax: 80KB", "kmin: 20pkts, kmax: 10pkts"), 6,
      "switches.ecn.kmin", ["kmin 20pkts (= 21640B) is above kmax 10pkts (= 10820B)"]),
-    ("kmin-above-buffer", edit("kmin: 20KB, kmax: 80KB", "kmin: 300KB, kmax: 400KB"), 6,
+    ("kmin-above-buffer", edit("kmin: 20KB, kmax: 80KB", "kmin: 300KB, kmax: 400KB",
+                               edit("pfc: {enabled: true,", "pfc: {enabled: false,")), 6,
      "switches.ecn.kmin", ["kmin 300KB is not below the buffer 256KB", "nothing would be marked"]),
     ("xon-not-below-xoff", edit("xon: 20KB", "xon: 40KB"), 7, "switches.pfc.xon",
      ["xon 40KB is not below xoff 40KB", "xon < xoff"]),
-    ("xoff-above-buffer", edit("xoff: 40KB", "xoff: 300KB"), 7, "switches.pfc.xoff",
-     ["xoff 300KB is above the buffer 256KB", "xoff <= buffer"]),
-    ("override-buffer-below-xoff", override("{switch: leaf-r0-0, port: 3, buffer: 30KB}"), 6,
-     "switches.overrides[0]", ["with this override, port leaf-r0-0:3: xoff 40KB is above the "
-                               "buffer 30KB"]),
+    # a lossless queue has no static cap: xoff above buffer is fine, a
+    # headroom too small for the link is not
+    ("headroom-below-in-flight", edit("xoff: 40KB", "xoff: 300KB, headroom: 1KB"), 7,
+     "switches.pfc.headroom", ["1KB cannot hold what is in flight on port", "needs ",
+                               "2 x rate x delay + 3 frames of 1098 B", "raise it or write auto"]),
+    ("override-headroom-below-in-flight",
+     override("{switch: leaf-r0-0, port: 3, pfc: {headroom: 2pkts}}"), 6,
+     "switches.overrides[0].pfc.headroom", ["2pkts (= 2164B) cannot hold what is in flight on port "
+                                            "leaf-r0-0:3"]),
+    ("pool-below-headroom", edit("buffer: 256KB\n", "buffer: 256KB\n  pool: {size: 10KB}\n"), 6,
+     "switches.pool.size", ["10KB does not exceed the", "raise it or write auto"]),
     ("override-xoff-below-xon", override("{switch: leaf-r0-0, pfc: {xoff: 10KB}}"), 6,
      "switches.overrides[0]", ["with this override, switch leaf-r0-0: xon 20KB is not below "
                                "xoff 10KB"]),

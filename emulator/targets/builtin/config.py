@@ -1,10 +1,12 @@
 """Port and switch settings of the built-in target, and where they come from.
 
 A :class:`PortConfig` holds what the topology says about a link end and what
-P4Runtime cannot set: the port's rate, its propagation delay, the buffer of
-each of its queues and on which priorities it honours PFC. Every port starts
-from one default (command line or the ``default`` object of a port-config
-file) overridden per port.
+P4Runtime cannot set: the port's rate, its propagation delay, the static cap
+of its lossy queues, on which priorities it honours PFC and, for the buffer
+(:mod:`.mmu`), which of its ingress priority groups are lossless with their
+XOFF/XON thresholds and headroom. Every port starts from one default
+(command line or the ``default`` object of a port-config file) overridden
+per port.
 
 Port-config file (``--port-config FILE.json``)::
 
@@ -12,8 +14,9 @@ Port-config file (``--port-config FILE.json``)::
      "ports": {"1": {"rate_bps": 1e9, "pfc_priorities": [3, 4]},
                "2": {"delay_us": 100}}}
 
-Keys: ``rate_bps`` (0 = unlimited), ``delay_us``, ``buffer_bytes`` (per
-queue, see :mod:`.tm`), ``overhead_bytes`` (bytes added to every frame when
+Keys: ``rate_bps`` (0 = unlimited), ``delay_us``, ``buffer_bytes`` (static
+cap of each lossy queue of the port, 0 = none: the dynamic threshold of
+:mod:`.mmu` alone), ``overhead_bytes`` (bytes added to every frame when
 timing its serialisation, 0 by default: the rate counts the L2 frame as the
 socket sees it, without FCS, preamble or inter-frame gap; 24 gives Ethernet
 line-rate semantics), ``pfc_priorities`` (list of priorities on which a
@@ -21,6 +24,14 @@ received PFC frame pauses the port's queues; all eight by default) and
 ``rx_link`` (false by default; true when the peer hands frames over at the
 start of their serialisation, without delay, as a NIC agent does: the
 switch then realises that direction of the link too, see :mod:`.dataplane`).
+Buffer keys (:mod:`.mmu`): ``lossless_priorities`` (ingress priority groups
+admitted losslessly, PFC generated for them; none by default),
+``xoff_bytes``/``xon_bytes`` (static thresholds of a group's shared bytes),
+``xoff_alpha`` (> 0: dynamic XOFF at alpha x free shared bytes, XON at that
+less ``xoff_bytes - xon_bytes``), ``headroom_bytes`` (per lossless group; 0 =
+:func:`~.mmu.headroom_bytes` of the port's rate and delay with a
+:data:`~.mmu.DEFAULT_MAX_FRAME_BYTES` frame), ``pfc_quanta`` (pause time of
+the XOFF frames) and ``mac`` (source address of the pause frames).
 """
 
 from __future__ import annotations
@@ -35,11 +46,16 @@ from typing import Any, Mapping
 from emulator.targets.builtin.errors import PortConfigError
 
 NUM_PFC_PRIORITIES = 8
-# About BMv2's default queue of 64 packets at 1500 bytes.
-DEFAULT_BUFFER_BYTES = 96_000
+# No static cap on a lossy queue: the dynamic threshold decides (.mmu).
+DEFAULT_BUFFER_BYTES = 0
+DEFAULT_XOFF_BYTES = 30_000
+DEFAULT_XON_BYTES = 15_000
 ALL_PRIORITIES = frozenset(range(NUM_PFC_PRIORITIES))
 PORT_KEYS = ("rate_bps", "delay_us", "buffer_bytes", "overhead_bytes", "pfc_priorities",
-             "rx_link")
+             "rx_link", "lossless_priorities", "xoff_bytes", "xon_bytes", "xoff_alpha",
+             "headroom_bytes", "pfc_quanta", "mac")
+_INTEGER_KEYS = ("buffer_bytes", "overhead_bytes", "xoff_bytes", "xon_bytes", "headroom_bytes",
+                 "pfc_quanta")
 
 
 @dataclass(frozen=True)
@@ -52,16 +68,36 @@ class PortConfig:
     overhead_bytes: int = 0
     pfc_priorities: frozenset[int] = ALL_PRIORITIES
     rx_link: bool = False
+    lossless_priorities: frozenset[int] = frozenset()
+    xoff_bytes: int = DEFAULT_XOFF_BYTES
+    xon_bytes: int = DEFAULT_XON_BYTES
+    xoff_alpha: float = 0.0
+    headroom_bytes: int = 0
+    pfc_quanta: int = 0xFFFF
+    mac: str = ""
 
     def __post_init__(self) -> None:
         _check_number("rate_bps", self.rate_bps)
         _check_number("delay_us", self.delay_us)
-        _check_number("buffer_bytes", self.buffer_bytes, integer=True)
-        _check_number("overhead_bytes", self.overhead_bytes, integer=True)
-        bad = [p for p in self.pfc_priorities
-               if not isinstance(p, int) or not 0 <= p < NUM_PFC_PRIORITIES]
-        if bad:
-            raise PortConfigError(f"pfc_priorities: {bad} not in 0..{NUM_PFC_PRIORITIES - 1}")
+        _check_number("xoff_alpha", self.xoff_alpha)
+        for key in _INTEGER_KEYS:
+            _check_number(key, getattr(self, key), integer=True)
+        for key in ("pfc_priorities", "lossless_priorities"):
+            bad = [p for p in getattr(self, key)
+                   if not isinstance(p, int) or not 0 <= p < NUM_PFC_PRIORITIES]
+            if bad:
+                raise PortConfigError(f"{key}: {bad} not in 0..{NUM_PFC_PRIORITIES - 1}")
+        if self.xon_bytes > self.xoff_bytes:
+            raise PortConfigError(f"xon_bytes {self.xon_bytes} is above xoff_bytes "
+                                  f"{self.xoff_bytes}; XON must be at most XOFF")
+        if not 0 < self.pfc_quanta <= 0xFFFF:
+            raise PortConfigError(f"pfc_quanta: expected 1..65535, got {self.pfc_quanta}")
+        if self.mac and _mac_bytes(self.mac) is None:
+            raise PortConfigError(f"mac: expected aa:bb:cc:dd:ee:ff, got {self.mac!r}")
+
+    @property
+    def mac_bytes(self) -> bytes:
+        return _mac_bytes(self.mac) or bytes(6)
 
     def updated(self, settings: Mapping[str, Any]) -> "PortConfig":
         """A copy with ``settings`` (a subset of :data:`PORT_KEYS`) applied."""
@@ -73,12 +109,14 @@ class PortConfig:
         for key, value in settings.items():
             if value is None:
                 continue
-            if key == "pfc_priorities":
-                changes[key] = _priorities(value)
-            elif key in ("buffer_bytes", "overhead_bytes"):
+            if key in ("pfc_priorities", "lossless_priorities"):
+                changes[key] = _priorities(value, key)
+            elif key in _INTEGER_KEYS:
                 changes[key] = _integer(key, value)
             elif key == "rx_link":
                 changes[key] = _boolean(key, value)
+            elif key == "mac":
+                changes[key] = str(value)
             else:
                 changes[key] = _float(key, value)
         return dataclasses.replace(self, **changes)
@@ -86,7 +124,11 @@ class PortConfig:
     def to_dict(self) -> dict[str, Any]:
         return {"rate_bps": self.rate_bps, "delay_us": self.delay_us,
                 "buffer_bytes": self.buffer_bytes, "overhead_bytes": self.overhead_bytes,
-                "pfc_priorities": sorted(self.pfc_priorities), "rx_link": self.rx_link}
+                "pfc_priorities": sorted(self.pfc_priorities), "rx_link": self.rx_link,
+                "lossless_priorities": sorted(self.lossless_priorities),
+                "xoff_bytes": self.xoff_bytes, "xon_bytes": self.xon_bytes,
+                "xoff_alpha": self.xoff_alpha, "headroom_bytes": self.headroom_bytes,
+                "pfc_quanta": self.pfc_quanta, "mac": self.mac}
 
 
 def switch_seed(run_seed: int, switch: str) -> int:
@@ -170,7 +212,8 @@ def parse_port_setting(text: str) -> tuple[int, dict[str, Any]]:
         if not eq:
             raise PortConfigError(f"port setting {text!r}: {part!r} is not KEY=VALUE")
         key = key.strip()
-        settings[key] = value.replace("+", ",").strip() if key == "pfc_priorities" else value.strip()
+        listed = key in ("pfc_priorities", "lossless_priorities")
+        settings[key] = value.replace("+", ",").strip() if listed else value.strip()
     PortConfig().updated(settings)
     return port, settings
 
@@ -180,7 +223,18 @@ def parse_priorities(text: str) -> frozenset[int]:
     return _priorities(text)
 
 
-def _priorities(value: Any) -> frozenset[int]:
+def _mac_bytes(text: str) -> bytes | None:
+    parts = text.split(":")
+    if len(parts) != 6:
+        return None
+    try:
+        out = bytes(int(p, 16) for p in parts)
+    except ValueError:
+        return None
+    return out
+
+
+def _priorities(value: Any, key: str = "pfc_priorities") -> frozenset[int]:
     if isinstance(value, str):
         text = value.strip().lower()
         if text == "all":
@@ -189,9 +243,9 @@ def _priorities(value: Any) -> frozenset[int]:
             return frozenset()
         value = [v for v in text.replace("+", ",").split(",") if v.strip()]
     if not isinstance(value, (list, tuple, set, frozenset)):
-        raise PortConfigError(f"pfc_priorities: expected a list of priorities, got {value!r}")
-    out = frozenset(_integer("pfc_priorities", v) for v in value)
-    PortConfig(pfc_priorities=out)
+        raise PortConfigError(f"{key}: expected a list of priorities, got {value!r}")
+    out = frozenset(_integer(key, v) for v in value)
+    PortConfig(**{key: out})
     return out
 
 

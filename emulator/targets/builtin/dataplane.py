@@ -45,11 +45,20 @@ Program swap (:meth:`set_pipeline`): packets already queued finish with the
 program that ran their ingress (each queue entry keeps its pipeline); new
 packets take the new one. Recirculated packets take the new one.
 
-PFC frames the program emits (XOFF/XON built by P4) are queued like any
-packet, on the priority P4 gives them: a priority the peer does not pause
-(7, say) keeps them from waiting behind the traffic they are about. They
-are counted as ``pfc_tx`` when sent; received ones as ``pfc_rx`` (see
-:mod:`.pfc` for what they do).
+Buffer. Every frame ingress queues is admitted by the switch's buffer
+(:mod:`.mmu`) against its ingress port's priority group (lossless: XOFF
+threshold then headroom, dropped only as ``headroom_overflow``) or its
+egress queue's dynamic threshold (lossy: ``tail``), and released when it
+leaves its queue, before egress runs, so whatever egress does next (send,
+drop, truncate, recirculate, clone) the bytes are released once; copies
+are charged each. The pause frames the buffer decides (XOFF when a lossless
+group passes its threshold, refreshed every half pause time while it stays
+there, XON when it drains) are built here and sent by the ingress port's
+MAC ahead of its queues, as a switch's MAC inserts them between frames;
+they wait only for the frame being serialised. Pause frames a P4 program
+emits (fabric.p4 on targets without this buffer) are queued like any
+packet. Both are counted as ``pfc_tx`` when sent; received ones as
+``pfc_rx`` (see :mod:`.pfc` for what they do).
 """
 
 from __future__ import annotations
@@ -66,15 +75,20 @@ from typing import Any, Callable, Iterable
 from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
 from emulator.p4.exec.pipeline import NORMAL, ProcessResult, QueueInfo, V1ModelPipeline
 from emulator.targets.builtin.config import PortConfig
-from emulator.targets.builtin.errors import SwitchError, UnknownPortError
+from emulator.targets.builtin.errors import PortConfigError, SwitchError, UnknownPortError
+from emulator.targets.builtin.mmu import (
+    DEFAULT_MAX_FRAME_BYTES, PgAccount, SwitchBuffer, headroom_bytes,
+)
 from emulator.targets.builtin.pcap import PcapWriter
 from emulator.targets.builtin.pfc import NUM_PRIORITIES, PauseTimers, parse_pfc, pause_seconds
 from emulator.targets.builtin.ports import DROP_CAUSES, PortCounters
 from emulator.targets.builtin.tally import LatenessTally
-from emulator.targets.builtin.tm import PortQueues, QueueSeries
+from emulator.targets.builtin.tm import PortQueues, QueueCounters, QueueSeries
 
 MAX_LAG_S = 0.02
-TX_DONE, DELIVER, PAUSE_END, ARRIVE = 0, 1, 2, 3
+TX_DONE, DELIVER, PAUSE_END, ARRIVE, PFC_REFRESH = 0, 1, 2, 3, 4
+_PFC_HEAD = b"\x01\x80\xc2\x00\x00\x01"  # 802.1Qbb destination
+_PFC_PAD = bytes(60 - 14 - 20)  # opcode, vector and eight times are 20 bytes
 _PFC_ETHERTYPE = b"\x88\x08"
 _ERRORS_LOGGED = 10
 
@@ -85,7 +99,7 @@ class PortState:
     __slots__ = ("number", "backend", "config", "counters", "tm", "pfc", "busy", "free_at",
                  "rate_bps", "delay_s", "overhead", "pfc_enabled", "pcap_in", "pcap_out",
                  "kicking", "lateness", "frame_us", "given_up_s", "given_up_events",
-                 "rx_link", "arriving", "rx_free_at")
+                 "rx_link", "arriving", "rx_free_at", "pg", "ctrl", "ctrl_qc", "pfc_src")
 
     def __init__(self, number: int, backend: Any, config: PortConfig, priority_queues: int) -> None:
         self.number = number
@@ -103,6 +117,9 @@ class PortState:
         self.rx_free_at = 0.0     # when that side's wire is free again
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
+        self.pg = PgAccount(self)  # ingress accounting of the buffer (.mmu)
+        self.ctrl: deque[bytes] = deque()  # pause frames the MAC sends before the queues
+        self.ctrl_qc = QueueCounters()     # ... counted apart from the priority queues
         self.apply(config)
 
     @property
@@ -119,6 +136,11 @@ class PortState:
         self.pfc_enabled = sum(1 << p for p in config.pfc_priorities)
         self.frame_us = frame_time_us(config.rate_bps)
         self.rx_link = config.rx_link
+        self.pfc_src = _PFC_HEAD + config.mac_bytes + b"\x88\x08\x01\x01"
+        headroom = config.headroom_bytes or headroom_bytes(
+            config.rate_bps, self.delay_s, DEFAULT_MAX_FRAME_BYTES, config.overhead_bytes)
+        self.pg.configure(config.lossless_priorities, config.xoff_bytes, config.xon_bytes,
+                          config.xoff_alpha, headroom, config.pfc_quanta, config.rate_bps)
 
 
 class DataPlane:
@@ -142,6 +164,7 @@ class DataPlane:
         self._timers: list[tuple[float, int, int, PortState, Any, Any]] = []
         self._seq = itertools.count()
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
+        self.buffer = SwitchBuffer()  # the shared pool (see :mod:`.mmu`)
         self.series = QueueSeries()   # queue-depth time series (see :class:`QueueSeries`)
         self.behind = BehindSeries()  # where the switch fell behind (see the module docstring)
         # The behind bin the last departure went to (-1: none), so that the
@@ -165,7 +188,26 @@ class DataPlane:
             ps.pcap_in = PcapWriter(os.path.join(pcap_dir, f"{backend.name}_in.pcap"))
             ps.pcap_out = PcapWriter(os.path.join(pcap_dir, f"{backend.name}_out.pcap"))
         self.ports[number] = ps
+        self._resize()
         return ps
+
+    def set_buffer(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Set the switch's buffer: ``pool_bytes`` (0: sized from the
+        ports) and ``alpha`` of the lossy queues (see :mod:`.mmu`)."""
+        buf = self.buffer
+        old = (buf.pool_bytes, list(buf.alpha))
+        try:
+            buf.configure(settings)
+            self._resize()
+        except ValueError as exc:
+            buf.pool_bytes, buf.alpha = old
+            self._resize()
+            raise PortConfigError(f"buffer: {exc}") from None
+        return buf.to_dict()
+
+    def _resize(self) -> None:
+        self.buffer.resize((ps.rate_bps, ps.tm.buffer_bytes, ps.pg)
+                           for ps in self.ports.values())
 
     def port(self, number: int) -> PortState:
         ps = self.ports.get(number)
@@ -183,8 +225,15 @@ class DataPlane:
         """Change some settings of a port (see :mod:`.config`); takes effect
         for the next packet that starts serialisation."""
         ps = self.port(number)
-        config = ps.config.updated(settings)
+        old = ps.config
+        config = old.updated(settings)
         ps.apply(config)
+        try:
+            self._resize()
+        except ValueError as exc:
+            ps.apply(old)
+            self._resize()
+            raise PortConfigError(f"port {number}: {exc}") from None
         now = self.clock()
         resumed = False
         for prio in range(NUM_PRIORITIES):
@@ -193,6 +242,10 @@ class DataPlane:
                 self.log.info("port %d: PFC pause end, priority %d (PFC disabled)", number, prio)
         if resumed and not ps.busy:
             self._kick(ps, now, now)
+        acc = ps.pg
+        for prio in range(NUM_PRIORITIES):
+            if acc.xoff_on >> prio & 1 and not acc.lossless >> prio & 1:
+                self._pfc_send(ps, prio, 0, now)  # no longer lossless: release the peer
         return config
 
     # ---- packets in ------------------------------------------------------------------
@@ -241,7 +294,7 @@ class DataPlane:
         if res.digests or res.logs:
             self._side_results(res)
         for item in res.queued:
-            self._enqueue(item, pipe, now)
+            self._enqueue(item, pipe, now, ps)
 
     def _mac_control(self, ps: PortState, frame: bytes, now: float) -> bool:
         """Act on a PFC frame received on ``ps``; False if not one."""
@@ -274,7 +327,10 @@ class DataPlane:
         return True
 
     # ---- traffic manager and transmitter ----------------------------------------------
-    def _enqueue(self, item: Any, pipe: V1ModelPipeline, now: float) -> None:
+    def _enqueue(self, item: Any, pipe: V1ModelPipeline, now: float,
+                 src: PortState | None) -> None:
+        """Admit ``item`` (from ingress port ``src``; None: no port to
+        charge) to the buffer and queue it, or send it at once."""
         ps = self.ports.get(item.port)
         if ps is None:
             self.drops["no_port"] += 1
@@ -283,9 +339,25 @@ class DataPlane:
         if not 0 <= prio < self.priority_queues:
             ps.counters.drops["bad_priority"] += 1
             return
+        length = item.length
         tm = ps.tm
-        if not (ps.busy or ps.kicking or tm.nonempty or ps.pfc.mask >> prio & 1) \
-                and item.length <= tm.buffer_bytes:
+        buf = self.buffer
+        acc = src.pg if src is not None else None
+        if acc is not None and acc.lossless >> prio & 1:
+            got = buf.admit_lossless(acc, prio, length)
+            if got:
+                if not acc.xoff_on >> prio & 1:
+                    self._pfc_send(src, prio, acc.quanta, now)  # type: ignore[arg-type]
+                if got < 0:
+                    src.counters.drops["headroom_overflow"] += 1  # type: ignore[union-attr]
+                    return
+        elif buf.admit_lossy(tm.depth_bytes[prio], length, prio, tm.buffer_bytes):
+            buf.charge(acc, prio, length)
+        else:
+            tm.reject(prio)
+            ps.counters.drops["tail"] += 1
+            return
+        if not (ps.busy or ps.kicking or tm.nonempty or ps.ctrl or ps.pfc.mask >> prio & 1):
             # Cut-through: port idle, every queue empty, so the packet leaves
             # its queue as it joins it (same counts and depths as the slow way).
             qc = tm.counters[prio]
@@ -294,47 +366,80 @@ class DataPlane:
             qc.dequeued += 1
             if not qc.max_depth_packets:
                 qc.max_depth_packets = 1
-            if item.length > qc.max_depth_bytes:
-                qc.max_depth_bytes = item.length
+            if length > qc.max_depth_bytes:
+                qc.max_depth_bytes = length
+            if buf.release(acc, prio, length):
+                self._pfc_send(acc.port, prio, 0, now)  # type: ignore[union-attr]
             ps.kicking = True  # an egress clone to this port queues behind us
             try:
-                self._start(ps, qc, item, pipe, self._idle_queue, now, now)
+                self._start(ps, qc, item, pipe, self._idle_queue, now, now, src)
             finally:
                 ps.kicking = False
-            if tm.nonempty and not ps.busy:
+            if (tm.nonempty or ps.ctrl) and not ps.busy:
                 self._kick(ps, now, now)
             return
         pipe_clock = self._pipe_clock_us if pipe is self.pipeline else _pipeline_clock_us(pipe)
-        if not tm.enqueue(prio, item.length, (item, pipe, now, pipe_clock())):
-            ps.counters.drops["tail"] += 1
-            return
+        tm.enqueue(prio, length, (item, pipe, now, pipe_clock(), acc))
         if not ps.busy:
             self._kick(ps, now, now)
 
     def _kick(self, ps: PortState, t: float, now: float) -> None:
         """Start sending from ``ps``'s queues at virtual time ``t`` while the
-        port is free and an unpaused queue has packets."""
+        port is free and a pause frame waits or an unpaused queue has packets."""
         if ps.kicking:  # re-entered through an egress clone to the same port
             return
         ps.kicking = True
         try:
             tm = ps.tm
             pfc = ps.pfc
+            ctrl = ps.ctrl
+            release = self.buffer.release
             while not ps.busy:
+                if ctrl:
+                    qc = ps.ctrl_qc
+                    qc.dequeued += 1
+                    qc.egress_out += 1
+                    self._wire(ps, qc, ctrl.popleft(), t, now)
+                    continue
                 got = tm.dequeue(pfc.mask)
                 if got is None:
                     return
-                prio, (item, pipe, enq_t, enq_us, enq_depth) = got
+                prio, (item, pipe, enq_t, enq_us, acc, enq_depth) = got
+                if release(acc, prio, item.length):
+                    self._pfc_send(acc.port, prio, 0, now)
                 self._start(ps, tm.counters[prio], item, pipe,
                             QueueInfo(enq_depth, len(tm.queues[prio]), enq_us),
-                            t if t > enq_t else enq_t, now)
+                            t if t > enq_t else enq_t, now, acc.port if acc is not None else None)
         finally:
             ps.kicking = False
 
+    def _pfc_send(self, ps: PortState, prio: int, quanta: int, now: float) -> None:
+        """Send a pause frame for priority group ``prio`` out of ``ps``:
+        XOFF with ``quanta`` (refreshed every half pause while on), 0: XON."""
+        acc = ps.pg
+        bit = 1 << prio
+        if quanta:
+            acc.xoff_on |= bit
+            acc.xoff_sent_at[prio] = now
+            acc.xoff_frames[prio] += 1
+            self._push(now + acc.refresh_s, PFC_REFRESH, ps, prio, now)
+        else:
+            acc.xoff_on &= ~bit
+            acc.xon_frames[prio] += 1
+        times = [0] * NUM_PRIORITIES
+        times[prio] = quanta
+        ps.ctrl.append(ps.pfc_src + bit.to_bytes(2, "big")
+                       + b"".join(t.to_bytes(2, "big") for t in times) + _PFC_PAD)
+        qc = ps.ctrl_qc
+        qc.received += 1
+        qc.enqueued += 1
+        if not ps.busy:
+            self._kick(ps, now, now)
+
     def _start(self, ps: PortState, qc: Any, item: Any, pipe: V1ModelPipeline,
-               info: QueueInfo, t: float, now: float) -> None:
-        """Run egress on a dequeued packet and put its frame on the wire no
-        earlier than ``t``."""
+               info: QueueInfo, t: float, now: float, src: PortState | None) -> None:
+        """Run egress on a dequeued packet (of ingress port ``src``) and put
+        its frame on the wire no earlier than ``t``."""
         try:
             res = pipe.egress(item, info)
         except Exception as exc:
@@ -345,7 +450,7 @@ class DataPlane:
         if res.digests or res.logs:
             self._side_results(res)
         for clone in res.queued:
-            self._enqueue(clone, pipe, now)
+            self._enqueue(clone, pipe, now, src)
         outputs = res.outputs
         if not outputs:
             if res.recirculate:
@@ -356,7 +461,10 @@ class DataPlane:
                 ps.counters.drops["pipeline"] += 1
             return
         qc.egress_out += 1
-        frame = outputs[0].data  # egress emits at most the packet itself
+        self._wire(ps, qc, outputs[0].data, t, now)  # egress emits at most the packet itself
+
+    def _wire(self, ps: PortState, qc: Any, frame: bytes, t: float, now: float) -> None:
+        """Serialise ``frame`` on ``ps`` no earlier than ``t``."""
         start = ps.free_at
         if start < t:
             start = t
@@ -465,7 +573,7 @@ class DataPlane:
                     heappush(timers, (when + ps.delay_s, next(self._seq), DELIVER, ps, a, b))
                 else:
                     self._transmit(ps, a, b, when)
-                if ps.tm.nonempty:
+                if ps.tm.nonempty or ps.ctrl:
                     self._kick(ps, when, now)
             elif kind == ARRIVE:
                 ps.arriving -= 1
@@ -473,6 +581,11 @@ class DataPlane:
                         and not self.pfc_to_pipeline:
                     continue
                 self._ingress(ps, ps.number, a, NORMAL, None, when)
+            elif kind == PFC_REFRESH:
+                acc = ps.pg
+                if acc.xoff_on >> a & 1 and acc.xoff_sent_at[a] == b:
+                    self._pfc_send(ps, a, 0 if self.buffer.xon_due(acc, a) else acc.quanta,
+                                   when)
             else:
                 prio, until = a, b
                 if ps.pfc.expired(prio, until):
@@ -524,10 +637,13 @@ class DataPlane:
                          depth_bytes=ps.tm.depth_bytes[prio],
                          paused=bool(ps.pfc.mask >> prio & 1),
                          paused_s=ps.pfc.total_paused_s(prio, now))
+                q.update(ps.pg.to_dict(prio))  # the ingress priority group of that number
                 queues.append(q)
             row["queues"] = queues
+            row["mac_control"] = ps.ctrl_qc.to_dict()
             out.append(row)
         return {"time_s": now, "ports": out, "switch_drops": dict(self.drops),
+                "buffer": self.buffer.to_dict(),
                 "digests": self.digests, "executor_errors": self.errors}
 
     def fidelity(self, ports: Iterable[int] | None = None) -> dict[str, Any]:
@@ -586,6 +702,8 @@ class DataPlane:
                 ring.holes = 0
             for prio, qc in enumerate(ps.tm.counters):
                 qc.reset(ps.tm.depth_packets(prio), ps.tm.depth_bytes[prio], qc.in_flight)
+            ps.ctrl_qc.reset(len(ps.ctrl), 0, ps.ctrl_qc.in_flight)
+            ps.pg.reset_stats()
             ps.pfc.reset_stats(now)
             ps.lateness.reset()
             ps.given_up_s = 0.0
@@ -593,6 +711,7 @@ class DataPlane:
             if getattr(ps.backend, "rx_wait", None) is not None:
                 ps.backend.rx_wait.reset()
         if ports is None:
+            self.buffer.reset_stats()
             self.behind.reset()
             self._behind_bin = -1
             self.drops = dict.fromkeys(self.drops, 0)

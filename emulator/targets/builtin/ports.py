@@ -80,7 +80,10 @@ DROP_CAUSES = (
     "no_program",      # ingress: no P4 program loaded (--no-p4)
     "pipeline",        # ingress or egress: the P4 program dropped it
     "pipeline_error",  # ingress or egress: the executor raised
-    "tail",            # egress: queue full (per priority in the queue counters)
+    "tail",            # egress: a lossy queue over its dynamic threshold, static cap or
+                       # the shared pool (per priority in the queue counters)
+    "headroom_overflow",  # ingress: a lossless frame the priority group's headroom
+                          # could not take (per priority in the buffer's counters)
     "bad_priority",    # egress: priority >= --priority-queues
     "tx_error",        # egress: the socket refused the frame
     "truncated",       # ingress: longer than the receive buffer

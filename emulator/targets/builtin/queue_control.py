@@ -17,6 +17,12 @@ GetPortConfig    ``{"ports": [1, 2]}`` (omit: all)             ``{"ports": [{"po
                                                               "config": {...}}]}``
 SetPfc           ``{"port": 1, "priority": 3,                  ``{"port": 1, "config": {...}}``
                  "enabled": true}``
+SetBuffer        ``{"pool_bytes": 4000000, "alpha":             the buffer (``GetBuffer``)
+                 [8, 8, 8, 8, 8, 8, 8, 8]}`` (either)
+GetBuffer        ``{}``                                        ``{"pool_bytes", "shared_bytes",
+                                                              "headroom_bytes", "shared_used_bytes",
+                                                              "headroom_used_bytes", "shared_max_bytes",
+                                                              "headroom_max_bytes", "alpha", ...}``
 GetPortStats     ``{"ports": [1, 2]}`` (omit: all)             see below
 ResetStats       ``{"ports": [1]}`` (omit: all, and the        ``{}``
                  switch-wide counters)
@@ -35,7 +41,13 @@ priority with ``priority``, ``tx_packets``, ``tx_bytes``, ``depth_packets``,
 ``depth_bytes`` (now), ``max_depth_packets``, ``max_depth_bytes``,
 ``paused`` (now), ``paused_s`` (total), ``pfc_rx``, ``pfc_tx`` (PFC frames
 naming this priority, received / sent), ``tail_dropped`` and the other
-queue counters of :mod:`.tm` (whose sums hold in every snapshot). Receive
+queue counters of :mod:`.tm` (whose sums hold in every snapshot), and the
+buffer's view of the port's ingress priority group of that number
+(:meth:`.mmu.PgAccount.to_dict`: ``pg_bytes``, ``headroom_used_bytes``,
+``headroom_bytes``, ``pg_max_bytes``, ``headroom_max_bytes``, ``lossless``,
+``xoff_on``, ``headroom_overflow``, ``xoff_sent``, ``xon_sent``); each port
+also has ``mac_control`` (the counters of the pause frames its buffer sent)
+and the answer ``buffer`` (the switch's pool, as ``GetBuffer``). Receive
 counters are per port only: a frame has no priority before P4 gives it one.
 
 ``GetQueueSeries`` answers ``{"time_s", "unix_offset_s", "interval_s",
@@ -75,7 +87,7 @@ from emulator.targets.builtin.switch import Switch
 
 SERVICE = "aifabric.QueueControl"
 METHODS = ("SetPortConfig", "GetPortConfig", "SetPfc", "GetPortStats", "ResetStats",
-           "GetQueueSeries", "SetSampleInterval", "GetFidelity")
+           "GetQueueSeries", "SetSampleInterval", "GetFidelity", "SetBuffer", "GetBuffer")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -116,6 +128,14 @@ class QueueControlServicer:
             raise PortConfigError(f"enabled must be true or false, got {enabled!r}")
         config = self.switch.set_pfc(port, priority, enabled)
         return {"port": port, "config": config.to_dict()}
+
+    def SetBuffer(self, request: dict) -> dict:
+        if not isinstance(request, dict):
+            raise PortConfigError("the request must be a JSON object")
+        return self.switch.set_buffer(**request)
+
+    def GetBuffer(self, request: dict) -> dict:
+        return self.switch.buffer_state()
 
     def GetPortStats(self, request: dict) -> dict:
         return self.switch.port_stats(_ports(request))
@@ -231,6 +251,12 @@ class QueueControlClient:
     def set_pfc(self, port: int, priority: int, enabled: bool = True) -> dict:
         return self._call("SetPfc", {"port": port, "priority": priority,
                                      "enabled": enabled})["config"]
+
+    def set_buffer(self, **settings: Any) -> dict:
+        return self._call("SetBuffer", settings)
+
+    def get_buffer(self) -> dict:
+        return self._call("GetBuffer", {})
 
     def get_port_stats(self, ports: list[int] | None = None) -> dict:
         return self._call("GetPortStats", {} if ports is None else {"ports": ports})

@@ -233,11 +233,22 @@ class Switch:
             self.log.info("program loaded: %s (%d tables)", name[0][:80], len(pipeline.tables))
 
     def set_port_config(self, port: int, **settings: Any) -> PortConfig:
-        """Change some of ``rate_bps``, ``delay_us``, ``buffer_bytes``,
-        ``overhead_bytes``, ``pfc_priorities`` of a port."""
+        """Change some settings of a port (:data:`~.config.PORT_KEYS`)."""
         config = self.call_in_dataplane(lambda: self.dataplane.set_port_config(port, settings))
         self.log.info("port %d config: %s", port, describe_config(config))
         return config
+
+    def set_buffer(self, **settings: Any) -> dict[str, Any]:
+        """Set the switch's shared buffer (``pool_bytes``, ``alpha``; see
+        :mod:`.mmu`); returns the buffer's state."""
+        state = self.call_in_dataplane(lambda: self.dataplane.set_buffer(settings))
+        self.log.info("buffer: pool %d B (shared %d, headroom %d), alpha %s",
+                      state["pool_bytes"], state["shared_bytes"], state["headroom_bytes"],
+                      state["alpha"])
+        return state
+
+    def buffer_state(self) -> dict[str, Any]:
+        return self.call_in_dataplane(lambda: self.dataplane.buffer.to_dict())
 
     def port_config(self, port: int) -> PortConfig:
         return self.call_in_dataplane(lambda: self.dataplane.port(port).config)

@@ -2,11 +2,11 @@
 
 What it decides:
 
-- **Capacity**: ``buffer_bytes`` is the capacity of *each* priority queue of
-  the port (not a pool shared by the port's queues), so one class cannot
-  take another's buffer. A packet is queued if the queue's bytes plus its
-  length fit, else tail-dropped. Lengths are ``EgressItem.length``, the
-  packet's ingress length.
+- **Capacity** is not decided here: the switch's buffer (:mod:`.mmu`)
+  admits a frame before it is queued (:meth:`PortQueues.enqueue`) or
+  rejects it (:meth:`PortQueues.reject`, a tail drop). ``buffer_bytes`` is
+  the port's static cap of each lossy queue the buffer applies (0: none).
+  Lengths are ``EgressItem.length``, the packet's ingress length.
 - **Service order**: strict priority, the highest priority number first, as
   BMv2's ``--priority-queues`` (queue N-1 is served first); FIFO within a
   queue; a queue paused by PFC is skipped.
@@ -82,15 +82,18 @@ class PortQueues:
         self.nonempty = 0
         self.buffer_bytes = buffer_bytes
 
-    def enqueue(self, priority: int, length: int, entry_head: tuple) -> bool:
-        """Queue ``entry_head + (enq_qdepth,)`` on ``priority``; False when
-        tail-dropped. The caller checked ``priority`` is in range."""
+    def reject(self, priority: int) -> None:
+        """Count a frame the buffer did not admit to queue ``priority``."""
+        counters = self.counters[priority]
+        counters.received += 1
+        counters.tail_dropped += 1
+
+    def enqueue(self, priority: int, length: int, entry_head: tuple) -> None:
+        """Queue ``entry_head + (enq_qdepth,)`` on ``priority`` (admitted by
+        the buffer; the caller checked ``priority`` is in range)."""
         counters = self.counters[priority]
         counters.received += 1
         depth_bytes = self.depth_bytes[priority] + length
-        if depth_bytes > self.buffer_bytes:
-            counters.tail_dropped += 1
-            return False
         queue = self.queues[priority]
         depth = len(queue)
         queue.append(entry_head + (depth,))
@@ -101,7 +104,6 @@ class PortQueues:
         if depth_bytes > counters.max_depth_bytes:
             counters.max_depth_bytes = depth_bytes
         self.nonempty |= 1 << priority
-        return True
 
     def dequeue(self, paused_mask: int) -> tuple[int, tuple] | None:
         """(priority, entry) of the next packet to send, or None when every

@@ -154,7 +154,8 @@ class Agent:
     # -- reporting ----------------------------------------------------------------------
 
     def status(self, now: float) -> dict[str, Any]:
-        """A small summary for polling: per QP, messages outstanding and done."""
+        """A small summary for polling: per QP, messages outstanding and done,
+        bytes acknowledged and received, CE marks and CNPs, the DCQCN rate."""
         return {"agent": self.config.name, "now_unix": now + self.wall,
                 "elapsed_s": now - self.started_at, "stopped": self.stopped,
                 "graph_pending": self.graph.pending(),
@@ -163,6 +164,11 @@ class Agent:
                                  "failed": qp.counters.messages_failed,
                                  "received": qp.counters.messages_rx,
                                  "bytes_acked": qp.counters.bytes_acked,
+                                 # responder side, for the web view's per-flow series
+                                 "payload_bytes_rx": qp.counters.payload_bytes_rx,
+                                 "ce_packets_rx": qp.counters.ce_packets_rx,
+                                 "cnps_sent": qp.counters.cnps_sent,
+                                 "cnps_rx": qp.counters.cnps_rx,
                                  "rate_bps": None if qp.rp is None else qp.rp.rc_bps}
                         for n, qp in self.qps.items()}}
 

@@ -7,8 +7,9 @@ each with one line, ``{"ok": true, ...}`` or ``{"ok": false, "error":
 
 - ``{"op": "ping"}`` -> agent name and its clock (``now_unix``).
 - ``{"op": "status"}`` -> per QP: messages outstanding, completed, failed,
-  received, bytes acknowledged, current DCQCN rate; graph messages not
-  posted yet. Small: poll it to wait for completion.
+  received, bytes acknowledged and received, CE marks and CNPs, current
+  DCQCN rate; graph messages not posted yet. Small: poll it to wait for
+  completion.
 - ``{"op": "post", "qp": 17, "size_bytes": 1048576, "verb": "write",
   "at_unix": null}`` -> queue a WRITE (or ``"send"``) on QP 17 now, or at
   the wall-clock time ``at_unix``; answers the message ``id`` (null when

@@ -49,3 +49,54 @@ def write_wire_bytes(size_bytes: int, mtu_bytes: int = 1024) -> tuple[int, int]:
 
 def load(out: Path, name: str) -> Any:
     return json.loads((out / name).read_text())
+
+
+def permutation_cm(hosts: int, size_bytes: int, seed: int) -> str:
+    """A connection matrix in htsim's ``.cm`` format: a random permutation
+    of ``hosts`` hosts, nobody sending to itself, every flow ``size_bytes``
+    from time 0 (what htsim's ``perm_<N>n_<N>c_2MB`` files are)."""
+    import random
+
+    rng = random.Random(seed)
+    while True:
+        dst = list(range(hosts))
+        rng.shuffle(dst)
+        if all(s != d for s, d in enumerate(dst)):
+            break
+    lines = [f"Nodes {hosts}", f"Connections {hosts}"]
+    lines += [f"{s}->{d} id {s + 1} start 0 size {size_bytes}" for s, d in enumerate(dst)]
+    return "\n".join(lines) + "\n"
+
+
+def fat_tree_permutation(k: int, *, dcqcn: bool, size_bytes: int = 2_000_000, seed: int = 1,
+                         duration: str = "20ms", switches: dict[str, Any] | None = None
+                         ) -> dict[str, Any]:
+    """htsim's canonical case as a scenario: a k-ary fat-tree, 100 Gb/s and
+    1 us a hop, MTU 4096, PFC on the RoCE priority (buffer 400KB, xoff 60KB,
+    xon 48KB), a permutation of ``size_bytes`` flows (converted from a
+    ``.cm`` matrix), ECN and DCQCN on or off together."""
+    from emulator.scenario.htsim import flows_from_cm
+    from emulator.topology import topology_from_dict
+
+    topo = {"name": f"ft{k}", "kind": "fat-tree", "k": k,
+            "host_link": {"rate": "100Gbps", "delay": "1us"},
+            "fabric_link": {"rate": "100Gbps", "delay": "1us"}}
+    hosts = k ** 3 // 4
+    gpus = [g.name for g in topology_from_dict(topo).gpus]
+    flows = flows_from_cm(permutation_cm(hosts, size_bytes, seed), gpus)
+    return scenario(f"perm-{hosts}", topo, {"flows": flows}, duration=duration, seed=seed,
+                    switches=switches or {
+                        "buffer": "400KB",
+                        "ecn": {"enabled": dcqcn},
+                        "pfc": {"enabled": True, "xoff": "60KB", "xon": "48KB"}},
+                    hosts={"mtu": "4096B", "dcqcn": {"enabled": dcqcn}})
+
+
+def fct_summary(results: dict[str, Any]) -> dict[str, Any]:
+    """Flows done, FCT median / p99 / max (us) and lossless drops of a run."""
+    fcts = sorted(f["fct_s"] for f in results["flows"] if f["completed"])
+    def pick(q: float) -> float | None:
+        return round(fcts[min(len(fcts) - 1, int(q * len(fcts)))] * 1e6, 1) if fcts else None
+    return {"flows": len(results["flows"]), "done": len(fcts), "fct_median_us": pick(0.5),
+            "fct_p99_us": pick(0.99), "fct_max_us": round(fcts[-1] * 1e6, 1) if fcts else None,
+            "drops": results["totals"]["drops"], "pfc_tx": results["totals"]["pfc_tx"]}

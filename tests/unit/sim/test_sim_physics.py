@@ -66,7 +66,10 @@ def _leaf(tmp_path: Path, settings: FabricSettings, buffer_bytes: int):  # type:
 
 @pytest.fixture
 def one_leaf(tmp_path: Path):  # type: ignore[no-untyped-def]
-    topo, engine, fabric = _leaf(tmp_path, FabricSettings(), 1_000_000)
+    # The senders here are bare NIC ends that ignore the leaf's own XOFFs:
+    # a headroom for everything they send keeps every frame.
+    topo, engine, fabric = _leaf(tmp_path, FabricSettings(pfc=PfcSettings(
+        headroom_bytes=1_000_000)), 1_000_000)
     yield topo, engine, fabric
     fabric.stop()
 

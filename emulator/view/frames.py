@@ -1,0 +1,209 @@
+"""From what a run reports over time to what the page shows: frames.
+
+A run hands the feed *samples*: ``(t_s, snapshot)``, ``t_s`` on the run's
+clock (simulated seconds on sim, seconds since the common start on a live
+run) and ``snapshot`` a plain dict of cumulative readings, any part of
+which may be missing:
+
+- ``switches``: ``{switch: the switch's port statistics}`` (the built-in
+  target's ``GetPortStats`` answer, ``DataPlane.stats()``);
+- ``agents``: ``{server: the NIC agent's status}`` (``Agent.status``);
+- ``counters``: ``{switch: {port: {priority: P4 counters}}}`` (the
+  controller's ``read_counters``, since the run's start);
+- ``fidelity``: ``{"late_p99_us", "cpu_busy", ...}`` (live runs).
+
+:class:`Deriver` turns consecutive samples into a *frame*, a small dict of
+what happened over the interval since the previous sample::
+
+    {"t": s, "dt": s,
+     "util": {edge: fraction of the line},  "paused": [edge, ...],
+     "q": {"switch:port:prio": depth bytes},
+     "pfc": {"switch:port:prio": [pause frames per s, fraction of dt paused]},
+     "fl": {flow: [DCQCN rate bps, goodput bps]},
+     "ecn": CE-marked packets received per s, "cnp": CNPs sent per s,
+     "fid": {...}, "prog": {"t", "of", "acked", "total"}}
+
+and keeps :class:`Totals`, the latest cumulative state (what ``/metrics``
+exports). It reads counters the run keeps anyway, once per sample: no work
+per packet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from emulator.view.picture import Picture
+
+
+@dataclass
+class Totals:
+    """The latest cumulative readings of a run (see :mod:`.metrics`)."""
+
+    t_s: float = 0.0
+    ports: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    queues: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    flows: dict[str, dict[str, float]] = field(default_factory=dict)
+    fidelity: dict[str, Any] = field(default_factory=dict)
+    progress: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QpEnds:
+    """A queue pair as the feed needs it: its flow and its two servers."""
+
+    flow: str
+    qpn: int
+    src_server: str
+    dst_server: str
+
+
+_QUEUE_KEYS = ("depth_bytes", "depth_packets", "max_depth_bytes", "max_depth_packets",
+               "paused_s", "pfc_tx", "pfc_rx", "tail_dropped", "tx_packets", "tx_bytes")
+
+
+class Deriver:
+    """Samples in, frames out (module docstring)."""
+
+    def __init__(self, picture: Picture, qps: Sequence[QpEnds], duration_s: float,
+                 sized_bytes: int = 0) -> None:
+        self.picture = picture
+        self.qps = list(qps)
+        self.duration_s = duration_s
+        self.sized_bytes = sized_bytes
+        self.totals = Totals()
+        self._prev_t: float | None = None
+        self._prev_edge_bytes: dict[str, int] = {}
+        self._prev_queue: dict[tuple[str, int, int], tuple[float, int]] = {}
+        self._prev_flow: dict[str, tuple[int, int, int]] = {}
+        self._prev_switch_t: dict[str, float] = {}
+
+    def add(self, t_s: float, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        """The frame of the interval that ends at ``t_s``."""
+        dt = t_s - self._prev_t if self._prev_t is not None else 0.0
+        frame: dict[str, Any] = {"t": round(t_s, 9), "dt": round(dt, 9)}
+        if snapshot.get("switches"):
+            self._switches(snapshot["switches"], dt, frame)
+        if snapshot.get("counters"):
+            self._counters(snapshot["counters"])
+        if snapshot.get("agents") is not None:
+            self._agents(snapshot["agents"], dt, frame)
+        if snapshot.get("fidelity"):
+            frame["fid"] = dict(snapshot["fidelity"])
+            self.totals.fidelity.update(snapshot["fidelity"])
+        prog = {"t": round(t_s, 9), "of": self.duration_s,
+                "acked": int(sum(f.get("acked_bytes", 0) for f in self.totals.flows.values())),
+                "total": self.sized_bytes}
+        frame["prog"] = prog
+        self.totals.progress = prog
+        self.totals.t_s = t_s
+        self._prev_t = t_s
+        return frame
+
+    # -- switches ---------------------------------------------------------------------
+    def _switches(self, switches: Mapping[str, Any], dt: float, frame: dict[str, Any]) -> None:
+        pic = self.picture
+        totals = self.totals
+        port_bytes: dict[tuple[str, int], tuple[int, int]] = {}
+        queues: dict[str, int] = {}
+        pfc: dict[str, list[float]] = {}
+        paused_edges: set[str] = set()
+        switch_dt: dict[str, float] = {}
+        for name, answer in switches.items():
+            # a live switch is read a little after the sample's time: its own
+            # clock (time_s) gives the interval its counters cover
+            now_s = (answer or {}).get("time_s")
+            before_s = self._prev_switch_t.get(name)
+            switch_dt[name] = (now_s - before_s if now_s is not None and before_s is not None
+                               else dt)
+            if now_s is not None:
+                self._prev_switch_t[name] = now_s
+            for row in (answer or {}).get("ports", []):
+                port = row["port"]
+                port_bytes[(name, port)] = (row["tx_bytes"], row["rx_bytes"])
+                totals.ports[(name, port)] = {
+                    "rx_bytes": row["rx_bytes"], "tx_bytes": row["tx_bytes"],
+                    "rx_packets": row["rx_packets"], "tx_packets": row["tx_packets"],
+                    "drops": {k: v for k, v in row.get("drops", {}).items()},
+                    "rate_bps": (row.get("config") or {}).get("rate_bps")}
+                for q in row.get("queues", []):
+                    prio = q["priority"]
+                    active = (q.get("received") or q.get("paused_s") or q.get("pfc_tx")
+                              or q.get("pfc_rx") or q.get("depth_bytes"))
+                    key = (name, port, prio)
+                    if not active and key not in totals.queues:
+                        continue
+                    slot = totals.queues.setdefault(key, {"ecn_marked": 0})
+                    for k in _QUEUE_KEYS:
+                        slot[k] = q.get(k, 0)
+                    slot["paused"] = bool(q.get("paused"))
+                    label = f"{name}:{port}:{prio}"
+                    if q.get("depth_bytes") or key in self._prev_queue:
+                        queues[label] = q.get("depth_bytes", 0)
+                    frames_now = q.get("pfc_tx", 0) + q.get("pfc_rx", 0)
+                    before = self._prev_queue.get(key, (0.0, 0))
+                    if dt > 0 and (q.get("paused_s", 0) > before[0] or frames_now > before[1]):
+                        pfc[label] = [round((frames_now - before[1]) / dt, 3),
+                                      round(min((q.get("paused_s", 0) - before[0]) / dt, 1.0), 4)]
+                    self._prev_queue[key] = (q.get("paused_s", 0.0), frames_now)
+                    if q.get("paused") or label in pfc and pfc[label][1] > 0:
+                        edge = pic.egress_edge.get((name, port))
+                        if edge is not None:
+                            paused_edges.add(edge)
+        util: dict[str, float] = {}
+        for edge, (switch, port, side) in pic.edge_counter.items():
+            pair = port_bytes.get((switch, port))
+            if pair is None:
+                continue
+            count = pair[0] if side == "tx" else pair[1]
+            before = self._prev_edge_bytes.get(edge)
+            self._prev_edge_bytes[edge] = count
+            span = switch_dt.get(switch, dt)
+            if before is None or span <= 0:
+                continue
+            value = (count - before) * 8 / span / pic.edge_rate_bps[edge]
+            if value > 0:
+                util[edge] = round(value, 4)
+        frame["util"] = util
+        frame["q"] = {k: v for k, v in queues.items()}
+        frame["pfc"] = pfc
+        frame["paused"] = sorted(paused_edges)
+
+    def _counters(self, counters: Mapping[str, Any]) -> None:
+        for name, ports in counters.items():
+            for port, prios in (ports or {}).items():
+                for prio, c in prios.items():
+                    slot = self.totals.queues.setdefault((name, int(port), int(prio)), {})
+                    slot["ecn_marked"] = c.get("ecn_packets", 0)
+
+    # -- hosts ------------------------------------------------------------------------
+    def _agents(self, agents: Mapping[str, Any], dt: float, frame: dict[str, Any]) -> None:
+        per_flow: dict[str, list[float]] = {}
+        for plan in self.qps:
+            src = ((agents.get(plan.src_server) or {}).get("qps") or {}).get(str(plan.qpn))
+            dst = ((agents.get(plan.dst_server) or {}).get("qps") or {}).get(str(plan.qpn))
+            slot = per_flow.setdefault(plan.flow, [0.0, 0, 0, 0, 0, 0])
+            if src:
+                slot[0] += src.get("rate_bps") or 0.0
+                slot[1] += src.get("bytes_acked", 0)
+                slot[5] += src.get("cnps_rx", 0)
+            if dst:
+                slot[2] += dst.get("payload_bytes_rx", 0)
+                slot[3] += dst.get("ce_packets_rx", 0)
+                slot[4] += dst.get("cnps_sent", 0)
+        flows: dict[str, list[float]] = {}
+        ce_total = cnp_total = 0
+        for flow, (rate, acked, rx, ce, cnps, cnps_rx) in per_flow.items():
+            before = self._prev_flow.get(flow, (0, 0, 0))
+            self._prev_flow[flow] = (rx, ce, cnps)
+            goodput = (rx - before[0]) * 8 / dt if dt > 0 else 0.0
+            ce_total += ce - before[1]
+            cnp_total += cnps - before[2]
+            flows[flow] = [round(rate, 1), round(goodput, 1)]
+            self.totals.flows[flow] = {"rate_bps": rate, "goodput_bps": goodput,
+                                       "acked_bytes": acked, "delivered_bytes": rx,
+                                       "ce_packets": ce, "cnps_sent": cnps, "cnps_rx": cnps_rx}
+        frame["fl"] = flows
+        if dt > 0:
+            frame["ecn"] = round(ce_total / dt, 3)
+            frame["cnp"] = round(cnp_total / dt, 3)

@@ -1,0 +1,77 @@
+"""What a run hands the view's feed each sample, by clock: the few reads a
+runner would otherwise have to write itself, kept here so that the hooks in
+the runners stay one call each.
+
+- :func:`sim_sampler`: an engine callback (``engine.every``) that reads every
+  switch's port statistics and every agent's status at a point of simulated
+  time, in the engine's thread (nothing else may touch the fabric), and
+  hands them to the feed; with a playing speed set it holds the run to it.
+- :func:`live_poller`: what the feed's own worker thread calls on a live
+  run: every switch's port statistics over its QueueControl channel, now and
+  then the switches' lateness histograms (their p99), and the machine's CPU
+  use from the runner's sampler. The runner's loop only hands over the
+  agents' status it polls anyway.
+
+ECN marks per switch queue are P4 counters, read over P4Runtime: too dear
+to read every sample (measured on the sim: 14 ms for quickstart's three
+switches, 365 ms for rail-8x8's 24), so they come with the run's results at
+its end; during a run the receivers' CE marks count them per flow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Mapping
+
+FIDELITY_EVERY_S = 2.0
+
+
+def sim_sampler(fabric: Any, nodes: Mapping[str, Any], observer: Any
+                ) -> Callable[[float], None]:
+    """``fn(now)`` for ``engine.every``: one sample of ``fabric`` and the agents' ``nodes``."""
+    switches = fabric.switches
+    pace = getattr(observer, "pace", None)
+    # A sample costs ~0.3 ms (quickstart) to ~4 ms (rail-8x8) of the run's CPU:
+    # at most one per min_wall_s of wall time, and always the last one. Frames
+    # hold counter differences, so a skipped bin widens the next, loses nothing.
+    min_wall_s = float(getattr(observer, "min_wall_s", 0.0) or 0.0)
+    last_s = float(getattr(observer, "duration_s", 0.0) or 0.0)
+    published = [-math.inf]
+
+    def sample(now: float) -> None:
+        wall = time.perf_counter()
+        if wall - published[0] < min_wall_s and now < last_s - 1e-12 and now > 0:
+            return
+        published[0] = wall
+        observer.on_sample(now, {
+            "switches": {name: switch.port_stats() for name, switch in switches.items()},
+            "agents": {server: node.agent.status(now) for server, node in nodes.items()}})
+        if pace is not None:
+            pace(now)
+    return sample
+
+
+def live_poller(qclients: Mapping[str, Any], cpu: Any = None,
+                fidelity_every_s: float = FIDELITY_EVERY_S) -> Callable[[], dict[str, Any]]:
+    """``poll()`` for the feed's worker: the switches of a live run (built-in target)."""
+    from emulator.fidelity.lateness import merge_histograms
+
+    last = [0.0]
+
+    def poll() -> dict[str, Any]:
+        out: dict[str, Any] = {"switches": {n: c.get_port_stats() for n, c in qclients.items()}}
+        fidelity: dict[str, Any] = {}
+        now = time.monotonic()
+        if qclients and now - last[0] >= fidelity_every_s:
+            last[0] = now
+            answers = [c.get_fidelity() for c in qclients.values()]
+            merged = merge_histograms(p["late"] for a in answers for p in a.get("ports", []))
+            fidelity["late_p99_us"] = merged.percentile_us(0.99)
+        samples = getattr(cpu, "samples", None)
+        if samples:
+            fidelity["cpu_busy"] = round(samples[-1][1], 3)
+        if fidelity:
+            out["fidelity"] = fidelity
+        return out
+    return poll

@@ -1,0 +1,186 @@
+"""The web view in a real browser: Debian's chromium driven by playwright
+(marked ``browser``; skipped with one line where chromium is absent).
+
+A short sim run played at 1 simulated second per wall second: the page
+shows every switch and host, colours the saturated link as saturated,
+fills its charts, comes back after its stream is cut and follows the run
+to its end; a run that fails or whose process dies says the run ended;
+finished runs replay side by side. With ``AIFABRIC_UPDATE_SCREENSHOT=1``
+the page's picture is saved as ``docs/view.png`` (the README's)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from emulator.scenario import load_scenario
+from emulator.run.sim import run_sim
+from emulator.view.feed import RunState, ViewFeed
+from emulator.view.picture import build_picture
+from emulator.view.replay import load_replays
+from emulator.view.server import ViewServer
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+CHROMIUM = "/usr/bin/chromium"
+PANEL = "window.aifabricView.panels[0]"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    page = browser.new_page(viewport={"width": 1280, "height": 1500})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    page.close()
+    assert not errors, errors
+
+
+def _wait(page: Any, condition: str, timeout_s: float = 30.0) -> None:
+    page.wait_for_function(condition, timeout=timeout_s * 1000)
+
+
+def _show(page: Any, t: float) -> None:
+    """Move the slider to the first frame time at or after ``t``."""
+    page.evaluate("""t => { const v = window.aifabricView;
+        const i = v.grid.findIndex(x => x >= t - 1e-9);
+        const s = document.getElementById('slider'); s.value = i;
+        s.dispatchEvent(new Event('input')); }""", t)
+
+
+def test_page_follows_a_sim_run(page: Any, tmp_path: Path) -> None:
+    scenario = load_scenario(QUICKSTART, target_override="sim")
+    state = RunState("quickstart")
+    feed = ViewFeed(state, speed=1.0, min_wall_s=0.0)  # every bin
+    picture = build_picture(scenario.topology)
+    box: dict = {}
+
+    def run() -> None:
+        box["results"] = run_sim(scenario, tmp_path, progress=False, observer=feed)
+        feed.on_end(box["results"])
+    with ViewServer([state]) as server:
+        thread = threading.Thread(target=run)
+        thread.start()
+        page.goto(server.url)
+        _wait(page, f"{PANEL} && {PANEL}.cy && {PANEL}.frames.length > 10")
+        assert page.evaluate(f"{PANEL}.state") == "running"
+        # every switch, server and GPU NIC, every link direction
+        ids = set(page.evaluate(f"{PANEL}.cy.nodes().map(n => n.id())"))
+        topo = scenario.topology
+        assert ids == ({s.name for s in topo.switches} | {s.name for s in topo.servers}
+                       | {g.name for g in topo.gpus})
+        assert page.evaluate(f"{PANEL}.cy.edges().length") == 2 * len(topo.links)
+        # the stream is cut mid-run: the page reconnects and carries on
+        before = page.evaluate(f"{PANEL}.frames.length")
+        server.close_streams()
+        _wait(page, "window.aifabricView.reconnects > 0", 10)
+        _wait(page, f"{PANEL}.frames.length > {before} && {PANEL}.state !== 'reconnecting'", 10)
+        assert state.info["state"] == "running"  # it came back before the end
+        _wait(page, f"{PANEL}.state === 'ended'", 30)
+        thread.join()
+        # every frame once, in order, across the reconnect
+        seqs = page.evaluate(f"{PANEL}.frames.map(f => f.seq)")
+        assert seqs == list(range(state.next_seq))
+        points = page.evaluate(
+            f"Object.fromEntries(Object.entries({PANEL}.charts).map(([k, c]) => [k, c.points]))")
+        for chart in ("queues", "ecn", "rate", "goodput"):
+            assert points[chart] >= len(seqs), chart
+        assert page.locator(".summary").inner_text().startswith("The run ended.")
+        # f-rail0 at 95 % of line: its first link drawn saturated, the idle NIC idle
+        _show(page, 0.05)
+        busy, idle = picture.nic_edge["srv0/gpu0"], picture.nic_edge["srv0/gpu1"]
+        edge = page.evaluate("""id => { const e = window.aifabricView.panels[0].cy.$id(id);
+            return {util: e.data('util'), saturated: e.hasClass('saturated'),
+                    colour: e.style('line-color')}; }""", busy)
+        assert edge["util"] >= 0.9 and edge["saturated"]
+        assert edge["colour"] == page.evaluate(f"utilColour({edge['util']})")
+        assert page.evaluate(f"{PANEL}.cy.$id('{idle}').hasClass('busy')") is False
+        # f-cross over the spine; a click on its spine link shows that link's series
+        _show(page, 0.65)
+        spine_edge = next(e for (a, _pa, b, _pb), (e, _d) in picture.link_edges.items()
+                          if a == "leaf-r0-0" and b == "spine0")
+        page.evaluate(f"{PANEL}.select({{edge: '{spine_edge}'}})")
+        assert "utilisation of each direction" in page.locator(".detail").inner_text()
+        shot = tmp_path / "view.png"
+        page.screenshot(path=str(shot), full_page=True)
+        if os.environ.get("AIFABRIC_UPDATE_SCREENSHOT") == "1":
+            shutil.copy(shot, ROOT / "docs" / "view.png")
+    feed.close()
+
+
+def test_page_says_a_failed_run_ended(page: Any) -> None:
+    scenario = load_scenario(QUICKSTART, target_override="sim")
+    state = RunState("quickstart")
+    feed = ViewFeed(state)
+    with ViewServer([state]) as server:
+        feed.on_start(scenario, [], target="sim")
+        feed.on_sample(0.0, {})
+        page.goto(server.url)
+        _wait(page, f"{PANEL} && {PANEL}.state === 'running'", 10)
+        feed.on_end(error="switch leaf-r0-0 stopped")
+        _wait(page, f"{PANEL}.state === 'failed'", 10)
+        assert "The run ended: switch leaf-r0-0 stopped" in page.locator(".summary").inner_text()
+    feed.close()
+
+
+def test_page_says_the_run_ended_when_its_process_dies(page: Any, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator.cli.main", "run", str(QUICKSTART), "--target", "sim",
+         "--out", str(tmp_path), "--no-progress", "--view", "0", "--view-speed", "0.3"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        url = None
+        deadline = time.monotonic() + 60
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            found = re.search(r"view: (http://\S+/)", line)
+            url = found.group(1) if found else None
+        assert url, "the run never said where its view is"
+        page.goto(url)
+        _wait(page, f"{PANEL} && {PANEL}.frames.length > 3", 30)
+        proc.kill()
+        proc.wait(10)
+        _wait(page, f"{PANEL}.state === 'lost'", 30)
+        assert "the run ended" in page.locator(".run .state").inner_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def test_finished_runs_side_by_side(page: Any, tmp_path: Path) -> None:
+    dirs = []
+    for name, override in (("one-qp", None), ("again", None)):
+        run_sim(load_scenario(QUICKSTART, target_override="sim"), tmp_path / name,
+                progress=False)
+        dirs.append(tmp_path / name)
+    with ViewServer(load_replays(dirs)) as server:
+        page.goto(server.url)
+        _wait(page, "window.aifabricView.panels.length === 2 && "
+                    "window.aifabricView.panels.every(p => p.state === 'ended')")
+        assert page.locator(".run h2").all_inner_texts()[0].startswith("one-qp")
+        _show(page, 0.65)
+        shown = page.evaluate("window.aifabricView.panels.map(p => p.frameAt(p.view.sliderTime()).t)")
+        assert shown[0] == shown[1] == pytest.approx(0.65, abs=0.011)
+        assert page.evaluate("document.getElementById('follow').checked") is False

@@ -1,0 +1,168 @@
+"""The switch buffer on the virtual clock (emulator/targets/builtin/mmu.py):
+the lossless class loses nothing where pauses can hold it, pauses spread
+upstream hop by hop and block victims, a lossy class stops at its dynamic
+threshold, and a headroom smaller than the cable's in-flight bytes
+overflows while the computed one does not.
+
+The 128-host k = 8 permutation of the issue takes minutes on 2 cores; it is
+``benchmarks/permutation_fat_tree.py``. Here: its k = 4 (16-host) twin."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.scenario.htsim import ConnectionMatrixError, flows_from_cm
+from emulator.scenario.loader import scenario_from_dict
+from emulator.run.sim import run_sim
+from emulator.scenario.spec import SwitchOverride
+from emulator.scenario.units import Threshold
+from tests.unit.sim.sim_kit import (
+    fat_tree_permutation, fct_summary, permutation_cm, run, scenario, topology,
+)
+
+FT4 = {"name": "ft4", "kind": "fat-tree", "k": 4,
+       "host_link": {"rate": "100Gbps", "delay": "1us"},
+       "fabric_link": {"rate": "100Gbps", "delay": "1us"}}
+NO_ECN = {"ecn": {"enabled": False}}
+
+
+def _switch_pfc_tx(results: dict[str, Any], switch: str) -> int:
+    ports = results["switches"][switch]
+    return sum(slot.get("pfc_tx", 0) for port, prios in ports.items()
+               if not port.startswith("_") for slot in prios.values())
+
+
+@pytest.mark.parametrize("dcqcn", [False, True], ids=["pfc-only", "dcqcn"])
+def test_fat_tree_permutation_is_lossless(tmp_path: Path, dcqcn: bool) -> None:
+    """htsim's permutation case (2 MB a host, 100 Gb/s, 1 us a hop, MTU
+    4096, buffer 400KB, xoff 60KB, xon 48KB) on a k = 4 fat-tree: no
+    lossless drop, every flow done; htsim's 128-host run finishes all by
+    0.82 ms, so 16 hosts finishing within 2 ms is a loose bound."""
+    results = run(fat_tree_permutation(4, dcqcn=dcqcn), tmp_path)
+    summary = fct_summary(results)
+    print(f"\nk=4 permutation, {'DCQCN' if dcqcn else 'PFC only'}: {summary}")
+    assert summary["drops"] == 0 and results["totals"]["drops"] == 0
+    assert summary["done"] == summary["flows"] == 16
+    assert summary["fct_max_us"] < 2000
+    # an idle fabric at the end: every switch's buffer empty
+    for name, ports in results["switches"].items():
+        buffer = ports["_buffer"]
+        assert buffer["shared_used_bytes"] == 0 and buffer["headroom_used_bytes"] == 0, name
+
+
+def test_cm_converter_reads_htsim_lines() -> None:
+    gpus = [f"srv{i}/gpu0" for i in range(4)]
+    text = "Nodes 4\nConnections 2\n0->3 id 7 start 5 size 2000000\n2->1 start 0 size 100\n"
+    flows = flows_from_cm(text, gpus)
+    assert flows == [{"id": "cm-7", "src": "srv0/gpu0", "dst": "srv3/gpu0", "size": 2_000_000,
+                      "start": "5000ns"},
+                     {"id": "cm-2", "src": "srv2/gpu0", "dst": "srv1/gpu0", "size": 100,
+                      "start": "0ns"}]
+    assert len(flows_from_cm(permutation_cm(16, 10, 3), [f"g{i}" for i in range(16)])) == 16
+    with pytest.raises(ConnectionMatrixError, match="<cm>:3: host 9 is not below 4"):
+        flows_from_cm("Nodes 4\nConnections 1\n0->9 start 0 size 1\n", gpus)
+    with pytest.raises(ConnectionMatrixError, match="Connections 2 but has 1"):
+        flows_from_cm("Nodes 4\nConnections 2\n0->1 start 0 size 1\n", gpus)
+
+
+def _incast(victim_only: bool, pfc: bool = True, **switches: Any) -> dict[str, Any]:
+    # Six senders in pods 1-3 into srv0 (pod 0); the victim shares its
+    # sender's NIC (the upstream port) with one incast flow and goes to an
+    # idle host in that sender's own pod.
+    senders = ["srv4/gpu0", "srv5/gpu0", "srv8/gpu0", "srv9/gpu0", "srv12/gpu0", "srv13/gpu0"]
+    flows = [{"id": "victim", "src": "srv4/gpu0", "dst": "srv6/gpu0", "size": 1_000_000}]
+    if not victim_only:
+        flows += [{"id": f"in{i}", "src": s, "dst": "srv0/gpu0", "size": 1_000_000}
+                  for i, s in enumerate(senders)]
+    return scenario("incast-2tier", FT4, {"flows": flows}, duration="5ms",
+                    switches={"buffer": "400KB", **NO_ECN,
+                              "pfc": {"enabled": pfc, "xoff": "60KB", "xon": "48KB"},
+                              **switches},
+                    hosts={"mtu": "4096B", "dcqcn": {"enabled": False}})
+
+
+def test_incast_through_two_tiers_pauses_hop_by_hop_and_blocks_the_victim(tmp_path: Path) -> None:
+    alone = run(_incast(True), tmp_path / "alone")
+    results = run(_incast(False), tmp_path / "incast")
+    totals = results["totals"]
+    assert totals["drops"] == 0 and totals["flows_incomplete"] == 0
+    # pauses leave the receiver's edge, then its pod's aggregation, then the
+    # cores, then the senders' aggregation and edges, and stop the NICs
+    tiers = {"edge-p0": 0, "agg-p0": 0, "core": 0, "agg-p1": 0, "edge-p1": 0}
+    for name in results["switches"]:
+        for prefix in tiers:
+            if name.startswith(prefix):
+                tiers[prefix] += _switch_pfc_tx(results, name)
+    print(f"\nPFC frames sent per tier: {tiers}; hosts paused {totals['host_paused_s']:.6f} s")
+    assert all(tiers.values()), tiers
+    assert totals["host_paused_s"] > 0
+    fct = {f["id"]: f["fct_s"] for f in results["flows"]}
+    victim_alone = alone["flows"][0]["fct_s"]
+    # alone, 1 MB at 100 Gb/s is ~85 us; behind the paused NIC it waits for
+    # the incast (6 MB into one 100 Gb/s port: ~0.5 ms)
+    print(f"victim FCT alone {victim_alone * 1e6:.1f} us, in the incast "
+          f"{fct['victim'] * 1e6:.1f} us")
+    assert victim_alone < 120e-6
+    assert fct["victim"] > 3 * victim_alone
+
+
+def test_lossy_class_stops_at_its_dynamic_threshold(tmp_path: Path) -> None:
+    """The same incast with PFC off and alpha = 1/8 on the RoCE priority: the
+    queue to the receiver may grow while it holds at most alpha x the free
+    shared pool, so alone it settles at alpha / (1 + alpha) = 1/9 of it:
+    2 MB / 9 = 222,222 B; the rest is tail-dropped. Other queues of the
+    switch hold little, so the peak is between 0.8 x and 1 x that (+1 frame)."""
+    results = run(_incast(False, pfc=False, buffer="4MB",
+                          pool={"size": "2MB", "alpha": {3: 0.125}}), tmp_path)
+    edge = results["switches"]["edge-p0-0"]
+    assert edge["_buffer"]["shared_bytes"] == 2_000_000
+    receiver = scenario_from_dict(_incast(False), "x").topology.gpu("srv0/gpu0")
+    assert receiver.switch == "edge-p0-0"
+    port = receiver.switch_port
+    queue = edge[str(port)]["3"]
+    expected = 2_000_000 * 0.125 / 1.125
+    print(f"\nlossy queue peak {queue['max_qdepth']['bytes']} B, expected <= {expected:.0f} B")
+    assert 0.8 * expected <= queue["max_qdepth"]["bytes"] <= expected + 4154
+    assert edge["_drops_by_reason"].get("tail", 0) > 0
+    assert "headroom_overflow" not in edge["_drops_by_reason"]
+
+
+def _long_cable(headroom_bytes: int | None) -> Any:
+    # srv0 (leaf 0) and srv2 (leaf 1) send to srv4 (leaf 2) over one spine:
+    # the spine's port to leaf 2 is asked for twice its rate, so the spine
+    # pauses leaf 0 and leaf 1. 20 us of cable at 100 Gb/s: 2 x 250 KB in
+    # flight when a pause takes hold.
+    topo = topology(6, 1, rate="100Gbps", delay="20us", per_leaf=2)
+    flows = [{"id": f"f{i}", "src": f"srv{i}/gpu0", "dst": "srv4/gpu0", "size": 3_000_000}
+             for i in (0, 2)]
+    data = scenario("long-cable", topo, {"flows": flows}, duration="3ms",
+                    switches={"buffer": "400KB", **NO_ECN,
+                              "pfc": {"enabled": True, "xoff": "60KB", "xon": "48KB"}},
+                    hosts={"mtu": "4096B", "dcqcn": {"enabled": False}})
+    loaded = scenario_from_dict(data, "<long-cable>")
+    leaf = loaded.topology.switch("spine0")  # the port from leaf 0
+    port = next(p.number for p in leaf.ports if p.peer == "leaf-r0-0")
+    if headroom_bytes is None:
+        return loaded, leaf.name, port
+    # forced below what the loader allows (it would refuse this file)
+    small = SwitchOverride(leaf.name, port, pfc={"headroom": Threshold(headroom_bytes, "bytes")})
+    switches = replace(loaded.switches, overrides=(small,))
+    return replace(loaded, switches=switches), leaf.name, port
+
+
+def test_headroom_below_the_cable_overflows_and_the_computed_one_holds(tmp_path: Path) -> None:
+    computed, leaf, port = _long_cable(None)
+    good = run_sim(computed, tmp_path / "good", progress=False)
+    assert good["totals"]["drops"] == 0 and good["totals"]["flows_incomplete"] == 0
+    slot = good["switches"][leaf][str(port)]["3"]
+    assert slot["pfc_tx"] > 0 and slot["headroom_max_bytes"] > 100_000  # it was needed
+    forced, _, _ = _long_cable(100_000)  # < 2 x 100 Gb/s x 20 us = 500 KB
+    bad = run_sim(forced, tmp_path / "bad", progress=False)
+    reasons = bad["switches"][leaf]["_drops_by_reason"]
+    print(f"\nheadroom peak with the computed headroom {slot['headroom_max_bytes']} B; "
+          f"forced to 100 KB: drops {reasons}")
+    assert reasons.get("headroom_overflow", 0) > 0 and "tail" not in reasons
