@@ -223,14 +223,15 @@ class SimFabric:
                 end.engine = self.outboxes[peer]
 
     def _add_port(self, switch: str, port: int, end: PortEnd) -> None:
-        self.switches[switch].add_port(port, end, PortConfig())
+        self.switches[switch].add_port(port, end, PortConfig(delay_on_link=True))
 
     def _queue_setter(self) -> QueueSetter:
         def set_port(switch: str, port: int, rate_bps: int, delay_us: float,
                      buffer_bytes: int | None) -> None:
             # the link end waits out the delay (see the module docstring)
             self.port_ends[(switch, port)].delay_s = delay_us * 1e-6
-            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": 0.0}
+            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": delay_us,
+                                           "delay_on_link": True}
             if buffer_bytes is not None:
                 settings["buffer_bytes"] = buffer_bytes
             self.switches[switch].set_port_config(port, **settings)
@@ -239,6 +240,8 @@ class SimFabric:
             self.switches[switch].set_pfc(port, priority, enabled)
 
         def set_port_settings(switch: str, port: int, settings: dict) -> None:
+            if settings.get("delay_us") is not None:
+                self.port_ends[(switch, port)].delay_s = settings["delay_us"] * 1e-6
             self.switches[switch].set_port_config(port, **settings)
 
         def set_buffer(switch: str, settings: dict) -> None:

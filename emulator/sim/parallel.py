@@ -21,10 +21,12 @@ event anywhere). The last window runs up to the run's end, inclusive, as
 one engine does.
 
 **Failures and Ctrl-C.** A rank whose events raise, or that is interrupted
-(SIGINT sets a flag while the windows run, so no rank leaves a collective
-half-way), says so in the next ``allreduce`` (a negative time); then every
-rank stops: an error becomes :class:`RankError` on every rank with the
-failing rank's message, an interrupt a partial run everywhere.
+(SIGINT or SIGTERM set a flag while the windows run, so no rank leaves a
+collective half-way; so does ``stop_requested()``, how ``aifabric run
+--ranks`` passes on a Ctrl-C, :mod:`emulator.run.mpi`), says so in the next
+``allreduce`` (a negative time); then every rank stops: an error becomes
+:class:`RankError` on every rank with the failing rank's message, an
+interrupt a partial run everywhere.
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ class _Flag:
 
 def run_windows(engine: Engine, comm: Any, until: float, lookahead_s: float,
                 outboxes: dict[int, Outbox], ends_by_key: dict[int, Any], *,
-                on_window: Callable[[float], None] | None = None) -> WindowStats:
+                on_window: Callable[[float], None] | None = None,
+                stop_requested: Callable[[], bool] | None = None) -> WindowStats:
     """Run this rank's engine to ``until`` in step with the other ranks of
     ``comm`` (see the module docstring); ``on_window(T)`` after each
     agreement (T: the time every rank has reached)."""
@@ -99,6 +102,7 @@ def run_windows(engine: Engine, comm: Any, until: float, lookahead_s: float,
         flag.raised = True
 
     flag.previous = signal.signal(signal.SIGINT, on_sigint)
+    previous_term = signal.signal(signal.SIGTERM, on_sigint)
     failure: str | None = None
     try:
         while True:
@@ -115,7 +119,7 @@ def run_windows(engine: Engine, comm: Any, until: float, lookahead_s: float,
             mine = engine.next_event_time()
             if failure is not None:
                 mine = _FAILED
-            elif flag.raised:
+            elif flag.raised or (stop_requested is not None and stop_requested()):
                 mine = _INTERRUPTED
             t = comm.allreduce(mine, op=MPI.MIN)
             stats.wait_s += time.perf_counter() - started
@@ -144,6 +148,7 @@ def run_windows(engine: Engine, comm: Any, until: float, lookahead_s: float,
                 failure = f"{type(exc).__name__}: {exc} ({_where(exc)})"
     finally:
         signal.signal(signal.SIGINT, flag.previous)
+        signal.signal(signal.SIGTERM, previous_term)
 
 
 def _where(exc: BaseException) -> str:

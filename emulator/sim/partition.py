@@ -16,7 +16,7 @@ lookahead those links allow.
   unknown or placed twice, or a rank out of range, is an error of one line.
 
 **Balance.** Units go to ranks largest first, each to the rank with the
-least work so far (ties: the lowest rank). A unit's work is an estimate of
+least work so far (ties: the fewest units, then the lowest rank). A unit's work is an estimate of
 the packets it will handle, from the scenario's flows (collectives
 included): every data frame costs a pass at each switch on its path (shared
 evenly over equal-cost paths) and, at :data:`AGENT_FRAME_WEIGHT` of that, a
@@ -211,9 +211,11 @@ def partition(topology: Topology, ranks: int, flows: Iterable[FlowLoad] = (),
         units = _units(topology, how)
         weighed = sorted(((sum(work.get(n, 0.0) for n in unit), i, unit)
                           for i, unit in enumerate(units)), key=lambda u: (-u[0], u[1]))
+        units_of = [0] * ranks
         for weight, _index, unit in weighed:
-            rank = min(range(ranks), key=lambda r: (loads[r], r))
+            rank = min(range(ranks), key=lambda r: (loads[r], units_of[r], r))
             loads[rank] += weight
+            units_of[rank] += 1
             for name in unit:
                 rank_of[name] = rank
         how_text = how
