@@ -1,8 +1,22 @@
 """Speed of the virtual-time target (``--target sim``): simulated link hops
-per wall second, and wall time against fabric size for the same load per
-GPU. Prints figures, not a verdict:
+per CPU second, wall time against fabric size for the same load per GPU,
+and on several MPI ranks, the speed-up against one. Prints figures, not a
+verdict:
 
-    python benchmarks/sim_speed.py [--sizes 16,64,128] [--bytes-per-gpu 256KB] [--json]
+    python benchmarks/sim_speed.py [--sizes 16,64,128] [--bytes-per-gpu 256KB]
+        [--loads ring,permutation] [--k 8] [--ranks 1,2,4] [--json]
+
+Loads: ``ring`` (below) and ``permutation``, htsim's canonical case: a
+k-ary fat-tree (k = 8: 128 hosts), 100 Gb/s and 1 us a hop, MTU 4096, PFC,
+every host sends 2 MB to another (a permutation), the loaded fabric the
+ring's easy load does not describe.
+
+Ranks: 1 runs in this process on one engine; N > 1 runs ``aifabric run
+--ranks N`` (mpiexec). Per rank count: the run's wall time (the slowest
+rank's, waits included), hops per CPU second of each rank's engine, the
+speed-up against one rank and the parallel efficiency (speed-up / N). The
+results of every rank count are the same (tests/unit/sim/test_sim_ranks.py);
+here only the figures are compared.
 
 Load: every GPU writes ``--bytes-per-gpu`` to the GPU of the same index on
 the next server (a rail-aligned ring shift: one leaf hop each, every host
@@ -30,8 +44,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emulator.scenario.loader import scenario_from_dict  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+import yaml  # noqa: E402
+
 from emulator.run.sim import run_sim  # noqa: E402
+from emulator.scenario.loader import load_scenario, scenario_from_dict  # noqa: E402
 from emulator.scenario.units import parse_size_bytes  # noqa: E402
 
 SHAPES = {16: (4, 4, 2), 64: (8, 8, 4), 128: (16, 8, 4)}
@@ -75,12 +94,97 @@ def executor_us_per_packet(packets: int = 20_000) -> float:
     return elapsed / packets * 1e6
 
 
+def run_ranks(data: dict, ranks: int, tmp: Path) -> dict:  # type: ignore[type-arg]
+    """One run of scenario ``data`` on ``ranks`` ranks; its results."""
+    path = tmp / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp / f"{data['name']}-{ranks}"
+    wall = time.perf_counter()
+    if ranks == 1:
+        results = run_sim(load_scenario(path), out, progress=False)
+    else:
+        done = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run", str(path),
+                               "--target", "sim", "--ranks", str(ranks), "--out", str(out),
+                               "--no-progress"], cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if not (out / "results.json").exists():
+            raise SystemExit(f"{ranks} ranks failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        results = json.loads((out / "results.json").read_text())
+    results["_total_wall_s"] = time.perf_counter() - wall
+    return results
+
+
+def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
+            bytes_per_gpu: str) -> list[dict]:  # type: ignore[type-arg]
+    """Each load on each rank count: wall time, hops per CPU second, speed-up."""
+    rows = []
+    for load in loads:
+        scenarios = []
+        if load == "ring":
+            scenarios = [ring_shift(gpus, bytes_per_gpu) for gpus in sizes]
+        elif load == "permutation":
+            from tests.unit.sim.sim_kit import fat_tree_permutation
+            scenarios = [fat_tree_permutation(k, dcqcn=False)]
+        else:
+            raise SystemExit(f"unknown load {load!r}: ring or permutation")
+        for data in scenarios:
+            base_wall = None
+            first = None
+            for ranks in ranks_list:
+                with tempfile.TemporaryDirectory() as tmp:
+                    results = run_ranks(data, ranks, Path(tmp))
+                sim = results["sim"]
+                if first is None:
+                    first = results
+                same = all(results["flows"][i].get("fct_s") == first["flows"][i].get("fct_s")
+                           for i in range(len(first["flows"])))
+                wall = sim["wall_s"]
+                base_wall = base_wall or wall
+                per_rank = sim.get("per_rank") or [{"rank": 0, "hops": sim["hops"],
+                                                    "cpu_s": sim["cpu_s"], "wall_s": wall}]
+                rows.append({
+                    "load": data["name"], "ranks": ranks, "hops": sim["hops"],
+                    "flows_completed": results["totals"]["flows_completed"],
+                    "max_fct_us": round((results["totals"]["max_fct_s"] or 0) * 1e6, 1),
+                    "wall_s": wall, "total_wall_s": round(results["_total_wall_s"], 2),
+                    "hops_per_cpu_s": sim["hops_per_cpu_s"],
+                    "hops_per_wall_s": sim["hops_per_wall_s"],
+                    "speedup": round(base_wall / max(wall, 1e-9), 2),
+                    "efficiency": round(base_wall / max(wall, 1e-9) / ranks, 2),
+                    "per_rank_hops_per_cpu_s": [round(r["hops"] / max(r["cpu_s"], 1e-9))
+                                                for r in per_rank],
+                    "per_rank_wait_s": [r.get("wait_s", 0.0) for r in per_rank],
+                    "windows": max((r.get("windows", 0) for r in per_rank), default=0),
+                    "same_fcts_as_first": same})
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="16,64,128", help="GPU counts (16, 64, 128)")
     parser.add_argument("--bytes-per-gpu", default="256KB")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ranks", default="", help="rank counts to compare, e.g. 1,2,4 "
+                        "(default: none, one engine as before)")
+    parser.add_argument("--loads", default="ring", help="ring, permutation, or both")
+    parser.add_argument("--k", type=int, default=8, help="fat-tree k of the permutation")
     args = parser.parse_args()
+    if args.ranks:
+        ranks_list = [int(x) for x in args.ranks.split(",")]
+        rows = scaling(args.loads.split(","), [int(x) for x in args.sizes.split(",")], args.k,
+                       ranks_list, args.bytes_per_gpu)
+        if args.json:
+            print(json.dumps({"clock": "virtual (sim)", "cores": os.cpu_count(),
+                              "runs": rows}, indent=1))
+            return 0
+        print(f"virtual-time target on MPI ranks ({os.cpu_count()} cores here)")
+        print(f"{'load':>12} {'ranks':>5} {'hops':>9} {'done':>5} {'wall s':>8} "
+              f"{'speed-up':>8} {'effic.':>6} {'hops/cpu-s':>10} {'windows':>8} same")
+        for r in rows:
+            print(f"{r['load']:>12} {r['ranks']:>5} {r['hops']:>9} {r['flows_completed']:>5} "
+                  f"{r['wall_s']:>8.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.2f} "
+                  f"{r['hops_per_cpu_s']:>10} {r['windows']:>8} {r['same_fcts_as_first']}")
+        return 0
     rows = []
     for gpus in (int(x) for x in args.sizes.split(",")):
         data = ring_shift(gpus, args.bytes_per_gpu)

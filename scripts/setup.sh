@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(mininet iproute2 iputils-ping net-tools tcpdump ethtool python3-venv python3-pip python3-dev gcc make shellcheck ruby chromium)
+APT_PACKAGES=(mininet iproute2 iputils-ping net-tools tcpdump ethtool python3-venv python3-pip python3-dev gcc make shellcheck ruby openmpi-bin python3-mpi4py chromium)
 VENV=.venv
 STAMP="$VENV/.aifabric-setup"
 

@@ -19,6 +19,8 @@ _USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("emulator.measure.errors", "MeasureError"),
     ("emulator.exercise.errors", "ExerciseError"),
     ("emulator.view.errors", "ViewError"),
+    ("emulator.run.mpi", "MpiError"),
+    ("emulator.sim.parallel", "RankError"),
 )
 
 

@@ -72,7 +72,7 @@ class FabricController:
 
     def install(self, plans: dict[str, SwitchPlan] | None = None) -> dict[str, int]:
         """Write every switch's plan; returns entries written per switch."""
-        self.plans = plans or plan_fabric(self.topology, self.settings)
+        self.plans = plans if plans is not None else plan_fabric(self.topology, self.settings)
 
         def write(client: SwitchClient) -> int:
             return client.write(self.encoder.plan_updates(self.plans[client.name]))

@@ -38,23 +38,31 @@ def live_capture_plan(scenario: Scenario, net: Any, out: Path
     return plan
 
 
-def start_sim_captures(scenario: Scenario, fabric: Any, out: Path
-                       ) -> dict[str, tuple[Path, list[Path]]]:
-    """Switch points get per-port in/out pcaps (merged at the end, as a live
-    run's); GPU points record at the NIC. Timestamps: simulated time."""
-    plan: dict[str, tuple[Path, list[Path]]] = {}
+def sim_capture_plan(scenario: Scenario, out: Path) -> dict[str, tuple[Path, list[Path]]]:
+    """Capture point -> (file to write, the raw pcaps of the port's
+    received and sent frames) of a virtual-time run's switch points."""
     raw = out / "fabric" / "pcap"
+    return {str(point): (out / "pcaps" / f"{point.node}-p{point.port}.pcap",
+                         [raw / f"{point.node}-p{point.port}_{d}.pcap" for d in ("in", "out")])
+            for point in scenario.capture.points if point.port is not None}
+
+
+def start_sim_captures(scenario: Scenario, fabric: Any, out: Path) -> None:
+    """Switch points get per-port in/out pcaps (merged at the end, as a live
+    run's, :func:`sim_capture_plan`); GPU points record at the NIC. Only the
+    points ``fabric`` runs (an MPI rank's part). Timestamps: simulated time."""
+    plan = sim_capture_plan(scenario, out)
     for point in scenario.capture.points:
         if point.port is None:
-            path = out / "pcaps" / f"{point.node.replace('/', '-')}.pcap"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fabric.capture_gpu(point.node, path)
+            if fabric.is_local(scenario.topology.gpu(point.node).server):
+                path = out / "pcaps" / f"{point.node.replace('/', '-')}.pcap"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fabric.capture_gpu(point.node, path)
             continue
-        raw.mkdir(parents=True, exist_ok=True)
-        sources = [raw / f"{point.node}-p{point.port}_{d}.pcap" for d in ("in", "out")]
-        fabric.capture_port(point.node, point.port, *sources)
-        plan[str(point)] = (out / "pcaps" / f"{point.node}-p{point.port}.pcap", sources)
-    return plan
+        if fabric.is_local(point.node):
+            sources = plan[str(point)][1]
+            sources[0].parent.mkdir(parents=True, exist_ok=True)
+            fabric.capture_port(point.node, point.port, *sources)
 
 
 def collect_captures(plan: dict[str, tuple[Path, list[Path]]], max_packets: int,

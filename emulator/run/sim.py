@@ -39,24 +39,35 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from emulator.run.agent_config import build_agent_configs
-from emulator.run.captures import collect_captures, gpu_capture_result, start_sim_captures
+from emulator.run.captures import (
+    collect_captures, gpu_capture_result, sim_capture_plan, start_sim_captures,
+)
 from emulator.run.events import (
-    STORM_EVENTS, apply_buffer_overrides, apply_event, storm_record, storm_request,
+    LINK_EVENTS, STORM_EVENTS, apply_buffer_overrides, apply_event, storm_record, storm_request,
 )
 from emulator.run.feeder import FEED_CHUNK_S, Feeder
 from emulator.run.qps import plan_qps
+from emulator.run.mpi import stop_requested
 from emulator.run.record import RunRecord, finish_run
+from emulator.run.sim_ranks import RankShare, Ranks, checkpoint, merge, plan_ranks, rank_figures
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import native
 from emulator.scenario.spec import EventSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload
+from emulator.sim.parallel import WindowStats, run_windows
+from emulator.sim.partition import describe
 
+# Order keys of the runner's calls at one instant (emulator.sim.engine):
+# events by their index in the file, then the switches' queue samplers
+# (emulator.sim.fabric.SAMPLER_CALL_KEY), then the feeder.
+FEEDER_CALL_KEY = 1 << 21
 MAX_BIN_S = 0.010
 BINS_PER_RUN = 200
 PROGRESS_EVERY_WALL_S = 0.25
@@ -77,133 +88,214 @@ def series_bin_s(duration_s: float) -> float:
 
 
 def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
-            log: Callable[[str], None] | None = None, observer: Any = None) -> dict[str, Any]:
+            log: Callable[[str], None] | None = None, observer: Any = None,
+            comm: Any = None, partition: str | Path = "auto") -> dict[str, Any]:
     """Run ``scenario`` on the virtual clock; returns the results (also
     written to ``out_dir``). ``observer`` (:class:`emulator.view.feed.RunObserver`)
-    gets a sample every series bin of simulated time."""
+    gets a sample every series bin of simulated time. With ``comm`` (an MPI
+    communicator) this process runs its rank's part of the fabric
+    (:mod:`.sim_ranks`, ``partition`` as :mod:`emulator.sim.partition`
+    takes it); rank 0 writes the results, every rank returns them."""
+    if comm is not None and observer is not None and comm.Get_size() > 1:
+        raise ScenarioError("the web view follows a sim run on one rank; run without "
+                            "--ranks, or open the results afterwards with aifabric view")
     from emulator.sim.engine import Engine
+
+    started = time.perf_counter()
+    say = log or (lambda _msg: None)
+    scenario = native(scenario)
+    engine = Engine()
+    flows = expand_workload(scenario)
+    ranks = None if comm is None else plan_ranks(comm, scenario, flows, partition, engine.clock)
+    lead = ranks is None or ranks.lead
+    if not lead:
+        say = (lambda _msg: None)
+        progress = False
+    if scenario.ignored_time_scale is not None:
+        say(f"note: time_scale {scenario.ignored_time_scale:g} is not applied on sim: "
+            "the scenario runs as written, in simulated time")
+    if ranks is not None:
+        say(f"partition: {describe(ranks.part)}")
+    out = Path(out_dir)
+    if lead:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "agents").mkdir(exist_ok=True)
+        (out / "scenario.json").write_text(json.dumps(
+            {**scenario.to_dict(), "flows": [f.to_dict() for f in flows]}, indent=1,
+            default=str))
+    with tempfile.TemporaryDirectory(prefix="aifabric-rank-") as scratch:
+        # rank 0 builds into the run's folder, the others beside it
+        base = out if lead else Path(scratch)
+        share, plans, qps, timings = _run_share(scenario, flows, engine, ranks, base, progress,
+                                                say, observer)
+    shares = [share] if ranks is None else ranks.comm.gather(share, root=0)
+    results: dict[str, Any] | None = None
+    if lead:
+        assert shares is not None
+        results = _finish(scenario, out, flows, plans, qps, shares, ranks, started, timings,
+                          say)
+    if ranks is not None:
+        results = ranks.comm.bcast(results, root=0)
+    assert results is not None
+    return results
+
+
+def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None, base: Path,
+               progress: bool, say: Callable[[str], None], observer: Any = None
+               ) -> tuple[RankShare, list, list, dict[str, float]]:
+    """Build this rank's part (the whole fabric on one engine), run it,
+    and collect what it measured."""
     from emulator.sim.fabric import SimFabric
     from emulator.traffic.agent.agent import Agent
     from emulator.traffic.agent.config import parse_config
 
-    say = log or (lambda _msg: None)
-    scenario = native(scenario)
-    if scenario.ignored_time_scale is not None:
-        say(f"note: time_scale {scenario.ignored_time_scale:g} is not applied on sim: "
-            "the scenario runs as written, in simulated time")
-    out = Path(out_dir)
-    flows = expand_workload(scenario)
     plans = collective_plans(scenario)
     graph = [op for plan in plans for op in plan.ops]
     qps = plan_qps(scenario, flows)
     topo = scenario.topology
     servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
                      | {topo.gpu(e.gpu).server for e in scenario.events if e.gpu})
-    out.mkdir(parents=True, exist_ok=True)
-    agent_dir = out / "agents"
-    agent_dir.mkdir(exist_ok=True)
-    (out / "scenario.json").write_text(json.dumps(
-        {**scenario.to_dict(), "flows": [f.to_dict() for f in flows]}, indent=1, default=str))
     bin_s = series_bin_s(scenario.duration_s)
     wall = time.perf_counter()
     timings: dict[str, float] = {}
-    errors: list[str] = []
-    events_done: list[dict[str, Any]] = []
-    partial = False
-    engine = Engine()
+    share = RankShare(0 if ranks is None else ranks.rank)
     say(f"building {topo.name} on the virtual clock")
     fabric = SimFabric(topo, engine, settings=to_fabric_settings(scenario), seed=scenario.seed,
-                       buffer_bytes=scenario.switches.buffer_bytes, workdir=out / "fabric",
-                       sample_interval_s=bin_s)
-    agent_stats: dict[str, dict[str, Any] | None] = {s: None for s in servers}
-    counters: dict[str, Any] = {}
-    queue_stats: dict[str, Any] = {}
-    queue_series: dict[str, Any] = {}
-    capture_files: dict[str, tuple[Path, list[Path]]] = {}
-    captures: dict[str, Any] = {}
-    end = 0.0
+                       buffer_bytes=scenario.switches.buffer_bytes, workdir=base / "fabric",
+                       sample_interval_s=bin_s, local=None if ranks is None else ranks.local,
+                       outboxes=None if ranks is None else ranks.by_name)
+    mine = [s for s in servers if fabric.is_local(s)]
+    nodes: dict[str, Any] = {}
+    error: BaseException | None = None
+    drive_wall_s = 0.0
     try:
-        fabric.start()
-        actions = SimFabricActions(fabric)
-        apply_buffer_overrides(scenario, actions)
-        timings["fabric_up_s"] = round(time.perf_counter() - wall, 3)
-        configs = build_agent_configs(scenario, flows, 0.0, qps, graph,
-                                      dcqcn_time_scale=1.0)
-        nodes = {}
-        for server in servers:
-            cfg = configs[server]
-            cfg["run"]["series_bin_ms"] = bin_s * 1e3
-            for nic in cfg["nics"]:
-                # nothing wakes late on this clock: a pacer behind "now" is
-                # idle credit, never lag to catch up
-                nic["max_lag_us"] = 0.0
-            (agent_dir / f"{server}.config.json").write_text(json.dumps(cfg, indent=1))
-            gpus = [_gpu_of_intf(scenario, nic["name"]) for nic in cfg["nics"]]
-            agent = Agent(parse_config(cfg), fabric.nic_backends(gpus), 0.0)
-            nodes[server] = fabric.attach_agent(server, agent, gpus)
-        capture_files = start_sim_captures(scenario, fabric, out)  # NIC taps go on the agents
-        _schedule_events(scenario, qps, flows, fabric, actions, nodes, events_done)
-        if observer is not None:  # the web view: reads only, so the run is the same
-            from emulator.view.sources import sim_sampler
-            observer.on_start(scenario, qps, target="sim")
-            engine.every(bin_s, sim_sampler(fabric, nodes, observer))
-        timings["agents_ready_s"] = round(time.perf_counter() - wall, 3)
         try:
-            end = _drive(scenario, engine, progress)
-        except KeyboardInterrupt:
-            partial = True
-            end = engine.clock.now
-            errors.append("interrupted (Ctrl-C): results are partial")
+            fabric.start()
+            actions = SimFabricActions(fabric)
+            apply_buffer_overrides(scenario, actions)
+            timings["fabric_up_s"] = round(time.perf_counter() - wall, 3)
+            configs = build_agent_configs(scenario, flows, 0.0, qps, graph,
+                                          dcqcn_time_scale=1.0)
+            for server in servers:
+                cfg = configs[server]
+                cfg["run"]["series_bin_ms"] = bin_s * 1e3
+                for nic in cfg["nics"]:
+                    # nothing wakes late on this clock: a pacer behind "now" is
+                    # idle credit, never lag to catch up
+                    nic["max_lag_us"] = 0.0
+                if ranks is None or ranks.lead:
+                    (base / "agents" / f"{server}.config.json").write_text(
+                        json.dumps(cfg, indent=1))
+                if server not in mine:
+                    continue
+                gpus = [_gpu_of_intf(scenario, nic["name"]) for nic in cfg["nics"]]
+                agent = Agent(parse_config(cfg), fabric.nic_backends(gpus), 0.0)
+                nodes[server] = fabric.attach_agent(server, agent, gpus)
+            start_sim_captures(scenario, fabric, base)
+            _schedule_events(scenario, qps, flows, fabric, actions, nodes, share)
+            if observer is not None:  # the web view: reads only, so the run is the same
+                from emulator.view.sources import sim_sampler
+                observer.on_start(scenario, qps, target="sim")
+                engine.every(bin_s, sim_sampler(fabric, nodes, observer))
+            timings["agents_ready_s"] = round(time.perf_counter() - wall, 3)
+        except (Exception, KeyboardInterrupt) as exc:  # told to every rank
+            error = exc
+        checkpoint(ranks, error, "building the fabric")
+        driving = time.perf_counter()
+        end, stats = _drive(scenario, engine, fabric, ranks, progress, share)
+        drive_wall_s = time.perf_counter() - driving
         timings["traffic_end_s"] = round(time.perf_counter() - wall, 3)
         for server, node in nodes.items():
             node.agent.stop("duration", end)
-            stats = node.agent.snapshot(end)
-            agent_stats[server] = stats
-            (agent_dir / f"{server}.stats.json").write_text(json.dumps(stats))
+            share.agent_stats[server] = node.agent.snapshot(end)
         assert fabric.controller is not None
-        for sw in topo.switches:
-            counters[sw.name] = fabric.controller.read_counters(
+        for sw in fabric.local_switches:
+            share.counters[sw.name] = fabric.controller.read_counters(
                 sw.name, [p.number for p in sw.ports])
             switch = fabric.switches[sw.name]
-            queue_stats[sw.name] = json.loads(json.dumps(switch.port_stats()))
-            queue_series[sw.name] = {**switch.queue_series(), "unix_offset_s": 0.0}
+            share.queue_stats[sw.name] = json.loads(json.dumps(switch.port_stats()))
+            share.queue_series[sw.name] = {**switch.queue_series(), "unix_offset_s": 0.0}
         timings["collected_s"] = round(time.perf_counter() - wall, 3)
-    except KeyboardInterrupt:
-        partial = True
-        errors.append("interrupted (Ctrl-C) before the traffic ran: results are partial")
+        share.end_s = end
     finally:
         fabric.stop()  # closes the pcaps too
-    if capture_files:
-        captures.update(collect_captures(capture_files, scenario.capture.max_packets, errors))
+    share.nic_wire_wait = {gpu: end_.queued_s for gpu, end_ in fabric.nic_ends.items()
+                           if fabric.is_local(topo.gpu(gpu).server)}
+    share.frames_to_idle_gpus = fabric.sink.frames
+    share.lost_on_down_links = sum(link.lost_in_flight for link in fabric.links.values())
+    # wall_s: the run's own wall time on this rank, waits for the others
+    # included; cpu_s: this process's CPU time in its engine
+    share.engine = {"events": engine.events, "hops": engine.deliveries,
+                    "wall_s": round(drive_wall_s if ranks is not None else engine.wall_s, 3),
+                    "cpu_s": round(engine.cpu_s, 3),
+                    **({} if stats is None else stats.to_dict())}
+    if ranks is not None and not ranks.lead:
+        share.files = {str(path.relative_to(base)): path.read_bytes()
+                       for folder in (base / "pcaps", base / "fabric" / "pcap")
+                       if folder.is_dir() for path in sorted(folder.rglob("*.pcap"))}
+    return share, plans, qps, timings
+
+
+def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
+            shares: list[RankShare], ranks: Ranks | None, started: float,
+            timings: dict[str, float], say: Callable[[str], None]) -> dict[str, Any]:
+    """Rank 0 (or the one engine): merge the shares, write results.json,
+    the CSVs, the plots and the pcaps."""
+    merged = merge(shares, scenario)
+    for rel, data in merged.files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    errors = list(merged.errors)
+    for server, stats in merged.agent_stats.items():
+        (out / "agents" / f"{server}.stats.json").write_text(json.dumps(stats))
+    topo = scenario.topology
+    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
+                     | {topo.gpu(e.gpu).server for e in scenario.events if e.gpu})
+    agent_stats: dict[str, dict[str, Any] | None] = {
+        s: merged.agent_stats.get(s) for s in servers}
+    captures: dict[str, Any] = {}
+    plan = sim_capture_plan(scenario, out)
+    if plan:
+        captures.update(collect_captures(plan, scenario.capture.max_packets, errors))
         shutil.rmtree(out / "fabric" / "pcap", ignore_errors=True)
     for point in scenario.capture.points:
         if point.port is None:
             path = out / "pcaps" / f"{point.node.replace('/', '-')}.pcap"
             captures[str(point)] = gpu_capture_result(path, scenario.capture.max_packets)
-    wall_s = time.perf_counter() - wall
-    timings["total_s"] = round(wall_s, 3)
-    run_wall = max(engine.wall_s, 1e-9)
-    sim_block = {"events": engine.events, "hops": engine.deliveries,
-                 "simulated_s": round(end, 9), "wall_s": round(engine.wall_s, 3),
-                 "cpu_s": round(engine.cpu_s, 3),
-                 "events_per_wall_s": round(engine.events / run_wall),
-                 "hops_per_wall_s": round(engine.deliveries / run_wall),
-                 "hops_per_cpu_s": round(engine.deliveries / max(engine.cpu_s, 1e-9)),
-                 "series_bin_s": bin_s, "seed": scenario.seed,
+    end = merged.end_s
+    timings["total_s"] = round(time.perf_counter() - started, 3)
+    figures = [share.engine for share in shares]
+    events = sum(f["events"] for f in figures)
+    hops = sum(f["hops"] for f in figures)
+    wall_s = max(f["wall_s"] for f in figures)
+    cpu_s = sum(f["cpu_s"] for f in figures)
+    run_wall = max(wall_s, 1e-9)
+    sim_block = {"events": events, "hops": hops,
+                 "simulated_s": round(end, 9), "wall_s": round(wall_s, 3),
+                 "cpu_s": round(cpu_s, 3),
+                 "events_per_wall_s": round(events / run_wall),
+                 "hops_per_wall_s": round(hops / run_wall),
+                 "hops_per_cpu_s": round(hops / max(cpu_s, 1e-9)),
+                 "series_bin_s": series_bin_s(scenario.duration_s), "seed": scenario.seed,
                  # time frames waited for a NIC's wire (the NIC paced faster
                  # than its line): 0 unless the agent's pacing is off
-                 "nic_wire_wait_s": round(sum(e.queued_s for e in fabric.nic_ends.values()), 9),
+                 "nic_wire_wait_s": round(sum(merged.nic_wire_wait.values()), 9),
                  # frames the switches sent to GPUs that run no agent (nothing to receive them)
-                 "frames_to_idle_gpus": fabric.sink.frames,
-                 "lost_on_down_links": sum(link.lost_in_flight for link in fabric.links.values())}
-    extra: dict[str, Any] = {"events": events_done, "errors": errors, "timings": timings,
-                             "sim": sim_block}
+                 "frames_to_idle_gpus": merged.frames_to_idle_gpus,
+                 "lost_on_down_links": merged.lost_on_down_links,
+                 "ranks": 1 if ranks is None else ranks.size}
+    if ranks is not None:
+        sim_block.update(rank_figures(shares, ranks))
+    extra: dict[str, Any] = {"events": [e[3] for e in merged.events], "errors": errors,
+                             "timings": timings, "sim": sim_block}
     if scenario.ignored_time_scale is not None:
         extra["ignored_time_scale"] = scenario.ignored_time_scale
     if captures:
         extra["captures"] = captures
-    return finish_run(RunRecord(scenario, "sim", out, flows, qps, plans, agent_stats, counters,
-                                queue_stats, queue_series, 0.0, end, partial, extra), say)
+    return finish_run(RunRecord(scenario, "sim", out, flows, qps, plans, agent_stats,
+                                merged.counters, merged.queue_stats, merged.queue_series, 0.0,
+                                end, merged.partial, extra), say)
 
 
 def _gpu_of_intf(scenario: Scenario, intf: str) -> str:
@@ -230,24 +322,29 @@ class SimFabricActions:
 
 
 def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
-                     actions: SimFabricActions, nodes: dict[str, Any],
-                     events_done: list[dict[str, Any]]) -> None:
-    """Every scenario event as an engine call at its time; the feeder's ticks."""
+                     actions: SimFabricActions, nodes: dict[str, Any], share: RankShare) -> None:
+    """Every scenario event this engine's part takes as an engine call at
+    its time (storms handed to their agent now); the feeder's ticks for the
+    fed flows its agents send. Records go to ``share.events``."""
     from emulator.traffic.agent.storm import storm_request as agent_storm_request
 
     engine = fabric.engine
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
     chunk_s = min(FEED_CHUNK_S, max(scenario.duration_s / BINS_PER_RUN, 1e-6))
-    feeder = Feeder(scenario, qps, ops, chunk_s=chunk_s)
-    for event in scenario.events:
+    feeder = Feeder(scenario, [q for q in qps if q.src_server in nodes], ops, chunk_s=chunk_s)
+    for index, event in enumerate(scenario.events):
         if event.kind in STORM_EVENTS:
             server, request = storm_request(scenario, event, event.at_s)
+            if server not in nodes:
+                continue
             node = nodes[server]
             answer = agent_storm_request(node.agent, request, 0.0)
             engine.schedule(node)
-            events_done.append(storm_record(event, request, answer, 0.0))
+            share.events.append((0, index, 0.0, storm_record(event, request, answer, 0.0)))
             continue
-        engine.call_at(event.at_s, _event_call(event, feeder, actions, events_done))
+        if event.kind in LINK_EVENTS and frozenset(event.link or ()) not in fabric.links:
+            continue  # neither end runs here
+        engine.call_at(event.at_s, _event_call(index, event, feeder, actions, share), key=index)
     if not feeder.states:
         return
 
@@ -257,25 +354,30 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
             nodes[server].agent.post(qpn, op, size, now)
             engine.schedule(nodes[server])
         return not all(st.stopped for st in feeder.states)
-    engine.every(chunk_s / 2, feed)
+    engine.every(chunk_s / 2, feed, key=FEEDER_CALL_KEY)
 
 
-def _event_call(event: EventSpec, feeder: Feeder, actions: SimFabricActions,
-                events_done: list[dict[str, Any]]) -> Callable[[float], None]:
+def _event_call(index: int, event: EventSpec, feeder: Feeder, actions: SimFabricActions,
+                share: RankShare) -> Callable[[float], None]:
     def apply(now: float) -> None:
-        events_done.append(apply_event(event, feeder, actions, round(now, 9)))
+        share.events.append((1, index, now, apply_event(event, feeder, actions, round(now, 9))))
     return apply
 
 
-def _drive(scenario: Scenario, engine: Any, show_progress: bool) -> float:
-    """Run the engine to the duration, with a progress bar in simulated time."""
+def _drive(scenario: Scenario, engine: Any, fabric: Any, ranks: Ranks | None,
+           show_progress: bool, share: RankShare) -> tuple[float, WindowStats | None]:
+    """Run the engine to the duration (in windows with the other ranks),
+    with a progress bar in simulated time: the time every rank has reached.
+    Ctrl-C ends the run early, with what was measured (``share.partial``)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     duration = scenario.duration_s
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.fields[clock]}"), TimeRemainingColumn(),
                   disable=not show_progress, transient=False) as bar:
-        task = bar.add_task(f"{scenario.name} (sim)", total=duration, clock="")
+        what = f"{scenario.name} (sim)" if ranks is None else \
+            f"{scenario.name} (sim, {ranks.size} ranks)"
+        task = bar.add_task(what, total=duration, clock="")
         last = [time.perf_counter()]
 
         def progress(t: float) -> None:
@@ -284,9 +386,23 @@ def _drive(scenario: Scenario, engine: Any, show_progress: bool) -> float:
                 last[0] = now
                 bar.update(task, completed=t, clock=_clock_text(t, duration, engine.events))
 
-        end = engine.run(duration, on_progress=progress, progress_every=2000)
+        stats = None
+        try:
+            if ranks is None:
+                end = engine.run(duration, on_progress=progress, progress_every=2000)
+            else:
+                stats = run_windows(engine, ranks.comm, duration, ranks.part.lookahead_s,
+                                    ranks.outboxes, fabric.ends_by_key, on_window=progress,
+                                    stop_requested=stop_requested if ranks.lead else None)
+                end = stats.end_s
+                if stats.interrupted:
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            share.partial = True
+            end = engine.clock.now if stats is None or not stats.end_s else stats.end_s
+            share.errors.append("interrupted (Ctrl-C): results are partial")
         bar.update(task, completed=end, clock=_clock_text(end, duration, engine.events))
-    return end
+    return end, stats
 
 
 def _clock_text(t: float, duration: float, events: int) -> str:

@@ -2,10 +2,20 @@
 
 Everything in a sim run happens at a point of simulated time, in one
 thread, in the order of one heap: frame arrivals on links, switch data-plane
-deadlines (departures, propagation, pause expiries), NIC agent wake-ups and
-the runner's own calls (events, feeding fed flows, queue sampling). Equal
-times run in the order they were scheduled (a sequence number breaks ties),
-so a run is the same to the bit every time.
+deadlines (departures, pause expiries), NIC agent wake-ups and the runner's
+own calls (events, feeding fed flows, queue sampling).
+
+**Order at equal times.** Events at one instant run in an order that
+follows from what they are, never from when they were put on the heap, so
+that the same fabric split over several engines (one per MPI rank,
+:mod:`.parallel`) runs every component's events in the same order as one
+engine does: first the runner's calls (by their ``key``, then their
+repetition), then frame deliveries (by the sending link end's ``key``, then
+the number of frames that end has sent), then component wake-ups (by the
+component's ``key``). The fabric gives every component and link end a key
+unique in the run (:class:`~.fabric.SimFabric`); objects left at the default
+key 0 still run in a repeatable order (a heap sequence number breaks the
+remaining ties), which is all a run on one engine needs.
 
 Components are woken, not polled. A :class:`Component` says when it next
 has work (``next_time()``) and does it (``wake(now)``); the engine keeps at
@@ -34,6 +44,14 @@ INF = math.inf
 MAX_SAME_TIME_WAKEUPS = 100_000
 
 _WAKE, _DELIVER, _CALL = 0, 1, 2
+# The order key of an event (see the module docstring): kind, then the key of
+# what it belongs to, then a count within that key.
+_SPAN = 1 << 40
+_CALL_BASE = 0
+_DELIVER_BASE = 1 << 80
+_WAKE_BASE = 2 << 80
+# Calls made without a key get keys from here on, after every named one.
+CALL_KEYS_UNNAMED = 1 << 30
 
 
 class SimClock:
@@ -58,13 +76,15 @@ class SimClock:
 
 class Component:
     """Something the engine wakes: ``next_time()`` (INF: nothing planned;
-    at or before now: at once) and ``wake(now)``."""
+    at or before now: at once) and ``wake(now)``; ``key`` orders its
+    wake-ups among others at the same instant."""
 
-    __slots__ = ("wake_at", "name")
+    __slots__ = ("wake_at", "name", "order")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, key: int = 0) -> None:
         self.name = name
         self.wake_at = INF  # the time of this component's live heap entry
+        self.order = _WAKE_BASE + key
 
     def next_time(self) -> float:
         raise NotImplementedError
@@ -82,8 +102,11 @@ class Engine:
 
     def __init__(self, clock: SimClock | None = None) -> None:
         self.clock = clock or SimClock()
-        self._heap: list[tuple[float, int, int, Any, Any]] = []
+        # (time, order, seq, kind, target, arg): order as the module docstring
+        # says; seq only breaks ties between objects that share a key.
+        self._heap: list[tuple[float, int, int, int, Any, Any]] = []
         self._seq = 0
+        self._calls = 0          # keys of calls made without one
         self.events = 0          # heap entries run (stale wake-ups not counted)
         self.deliveries = 0      # frames handed over at the far end of a link
         self.wall_s = 0.0        # wall time spent in run()
@@ -100,39 +123,73 @@ class Engine:
                 t = now
             component.wake_at = t
             self._seq += 1
-            heapq.heappush(self._heap, (t, self._seq, _WAKE, component, None))
+            heapq.heappush(self._heap, (t, component.order, self._seq, _WAKE, component, None))
 
     def deliver(self, when: float, end: Any, item: Any) -> None:
         """At ``when``, call ``end.land(item, when)``, then reschedule
-        ``end.peer_node`` (the component that received)."""
+        ``end.peer_node`` (the component that received). ``end.order`` and
+        ``end.sent`` (the frames that end has sent, this one included) order
+        it among deliveries at the same instant."""
         self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, _DELIVER, end, item))
+        heapq.heappush(self._heap, (when, end.order + end.sent, self._seq, _DELIVER, end, item))
 
-    def call_at(self, when: float, fn: Callable[[float], None]) -> None:
-        """Run ``fn(now)`` at ``when`` (now, if that is past)."""
-        now = self.clock.now
+    def deliver_numbered(self, when: float, end: Any, item: Any, sent: int) -> None:
+        """:meth:`deliver` for a frame another engine's copy of ``end`` sent
+        as its ``sent``-th (a frame that crossed MPI ranks)."""
         self._seq += 1
-        heapq.heappush(self._heap, (when if when > now else now, self._seq, _CALL, fn, None))
+        heapq.heappush(self._heap, (when, end.order + sent, self._seq, _DELIVER, end, item))
+
+    def call_at(self, when: float, fn: Callable[[float], None], *, key: int | None = None,
+                count: int = 0) -> None:
+        """Run ``fn(now)`` at ``when`` (now, if that is past). Calls at one
+        instant run in the order of ``key`` (default: a new key, after every
+        key given so far), then of ``count``."""
+        now = self.clock.now
+        if key is None:
+            key = self._new_call_key()
+        self._seq += 1
+        heapq.heappush(self._heap, (when if when > now else now,
+                                    _CALL_BASE + key * _SPAN + count, self._seq, _CALL, fn, None))
 
     def every(self, period_s: float, fn: Callable[[float], bool | None], *,
-              start: float | None = None) -> None:
+              start: float | None = None, key: int | None = None) -> None:
         """Run ``fn(now)`` every ``period_s`` from ``start`` (default now) on,
-        until it returns False."""
+        until it returns False; ``key`` as for :meth:`call_at`."""
         if not period_s > 0:
             raise ValueError(f"period {period_s!r} s is not positive")
         first = self.clock.now if start is None else start
+        if key is None:
+            key = self._new_call_key()
 
         def tick(now: float, k: int = 0) -> None:
             if fn(now) is False:
                 return
-            self.call_at(first + (k + 1) * period_s, lambda t: tick(t, k + 1))
-        self.call_at(first, tick)
+            self.call_at(first + (k + 1) * period_s, lambda t: tick(t, k + 1), key=key,
+                         count=k + 1)
+        self.call_at(first, tick, key=key)
+
+    def _new_call_key(self) -> int:
+        self._calls += 1
+        return CALL_KEYS_UNNAMED + self._calls
+
+    def next_event_time(self) -> float:
+        """The time of the earliest event on the heap (INF: none)."""
+        return self._heap[0][0] if self._heap else INF
 
     # -- running ---------------------------------------------------------------------
     def run(self, until: float, *, on_progress: Callable[[float], None] | None = None,
             progress_every: int = 20_000) -> float:
-        """Run every event up to ``until`` (simulated seconds); returns the
-        time reached (``until``)."""
+        """Run every event up to ``until`` (simulated seconds) inclusive;
+        returns the time reached (``until``)."""
+        return self._run(until, True, on_progress, progress_every)
+
+    def run_before(self, end: float) -> float:
+        """Run every event strictly before ``end``, leaving the clock at the
+        last one's time; returns it."""
+        return self._run(math.nextafter(end, -INF), False, None, 1 << 62)
+
+    def _run(self, until: float, advance: bool, on_progress: Callable[[float], None] | None,
+             progress_every: int) -> float:
         clock = self.clock
         heap = self._heap
         pop = heapq.heappop
@@ -145,7 +202,7 @@ class Engine:
         countdown = progress_every
         try:
             while heap and heap[0][0] <= until:
-                t, _seq, kind, target, arg = pop(heap)
+                t, _order, _seq, kind, target, arg = pop(heap)
                 if kind == _WAKE:
                     if target.wake_at != t:
                         continue  # superseded by an earlier wake-up
@@ -176,7 +233,7 @@ class Engine:
                     if on_progress is not None:
                         self.events = events
                         on_progress(t)
-            if clock.now < until and until < INF:
+            if advance and clock.now < until and until < INF:
                 clock.now = until
         finally:
             self.events = events

@@ -16,19 +16,31 @@ is for a live run, :class:`SimFabric` is for ``--target sim``.
   the switches as the QueueControl service would set them.
 - **Links**: one :class:`~.links.Link` per topology link. A GPU's NIC end
   belongs to its server's agent once one is attached; until then frames to
-  it are counted and dropped (:class:`Sink`).
+  it are counted and dropped (:class:`Sink`). A port's propagation delay
+  is its link end's (:class:`~.links.PortEnd`), not the data plane's.
+- **Order keys** (:mod:`.engine`): a switch's is its index in the topology,
+  a server's agent's comes after every switch's, in the topology's server
+  order; the ends of link *i* (topology order) are 2*i* and 2*i* + 1; the
+  queue samplers' calls are :data:`SAMPLER_CALL_KEY` + the switch's index.
+  All follow from the topology, so they are the same however the fabric is
+  split over engines.
+- **Part of a fabric** (``local``, one MPI rank's share, :mod:`.parallel`):
+  only the switches and servers named are built and programmed; a link
+  with one end here and one elsewhere has both its ends here, the remote
+  one only as what frames from the other rank land through, and the local
+  one sends into that rank's :class:`Outbox` instead of this engine.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emulator.control.client import SwitchClient
 from emulator.control.compile import compile_fabric
 from emulator.control.controller import FabricController, QueueSetter
-from emulator.control.fabric_plan import CPU_PORT, FabricSettings
+from emulator.control.fabric_plan import CPU_PORT, FabricSettings, plan_fabric
 from emulator.p4.device import program_from_device_config
 from emulator.p4.exec.pipeline import V1ModelPipeline
 from emulator.sim.engine import INF, Component, Engine
@@ -41,8 +53,13 @@ from emulator.targets.builtin.tm import QueueSeries
 from emulator.targets.p4runtime.server import P4RuntimeServicer
 from emulator.topology import Topology
 
+if TYPE_CHECKING:
+    from emulator.sim.parallel import Outbox
+
 PRIORITY_QUEUES = 8
 DEVICE_ID_BASE = 1  # as the live fabric: device id = 1 + switch index
+SAMPLER_CALL_KEY = 1 << 20
+SINK_KEY = 1 << 30
 
 
 class Sink(Component):
@@ -51,7 +68,7 @@ class Sink(Component):
     __slots__ = ("frames",)
 
     def __init__(self) -> None:
-        super().__init__("sink")
+        super().__init__("sink", SINK_KEY)
         self.frames = 0
 
     def next_time(self) -> float:
@@ -69,7 +86,8 @@ class SimFabric:
 
     def __init__(self, topology: Topology, engine: Engine, *, settings: FabricSettings | None = None,
                  seed: int = 0, buffer_bytes: int | None = None, workdir: Path,
-                 sample_interval_s: float = 0.010) -> None:
+                 sample_interval_s: float = 0.010, local: set[str] | None = None,
+                 outboxes: dict[str, "Outbox"] | None = None) -> None:
         self.topology = topology
         self.engine = engine
         self.settings = settings or FabricSettings()
@@ -88,27 +106,40 @@ class SimFabric:
         self.controller: FabricController | None = None
         self._programs: dict[bytes, Any] = {}
         self._programs_lock = threading.Lock()
+        # None: the whole fabric; else the switches and servers built here,
+        # and for each name built elsewhere the outbox that reaches its rank
+        self.local = local
+        self.outboxes = outboxes or {}
+        self.ends_by_key: dict[int, Any] = {}   # every end built here, by its key
+
+    def is_local(self, name: str) -> bool:
+        """Whether switch or server ``name`` runs on this engine."""
+        return self.local is None or name in self.local
+
+    @property
+    def local_switches(self) -> list[Any]:
+        return [sw for sw in self.topology.switches if self.is_local(sw.name)]
 
     # -- bring-up -----------------------------------------------------------------------
     def start(self) -> None:
         """Build every switch and link, then program the fabric."""
         compiled = compile_fabric("sim", self.workdir / "build")
         clock = self.engine.clock
-        for sw in self.topology.switches:
+        for sw in self.local_switches:
             options = SwitchOptions(device_id=DEVICE_ID_BASE + sw.index,
                                     priority_queues=PRIORITY_QUEUES, cpu_port=CPU_PORT)
             switch = Switch(options, clock=clock)
             switch.dataplane.series = QueueSeries(self.sample_interval_s)
             self.switches[sw.name] = switch
-            self.nodes[sw.name] = SwitchNode(sw.name, switch)
-        for link in self.topology.links:
-            self._build_link(link)
-        for sw in self.topology.switches:
+            self.nodes[sw.name] = SwitchNode(sw.name, switch, sw.index)
+        for index, link in enumerate(self.topology.links):
+            self._build_link(link, 2 * index)
+        for sw in self.local_switches:
             self.servicers[sw.name] = P4RuntimeServicer(
                 self.switches[sw.name], DEVICE_ID_BASE + sw.index, self._loader(sw.name),
                 cpu_port=CPU_PORT)
         addresses = {name: f"sim:{name}" for name in self.switches}
-        device_ids = {sw.name: DEVICE_ID_BASE + sw.index for sw in self.topology.switches}
+        device_ids = {sw.name: DEVICE_ID_BASE + sw.index for sw in self.local_switches}
 
         def client(name: str, address: str, device_id: int) -> SwitchClient:
             return SwitchClient(name, address, device_id, stub=LocalStub(self.servicers[name]))
@@ -118,10 +149,13 @@ class SimFabric:
                                            client_factory=client)
         self.controller.connect()
         self.controller.push_pipeline()
-        self.controller.install()
+        plans = plan_fabric(self.topology, self.settings)
+        self.controller.install({name: plan for name, plan in plans.items()
+                                 if name in self.switches})
         self.controller.configure_queues(self._queue_setter(), self.buffer_bytes)
-        for name, node in self.nodes.items():
-            self.engine.every(self.sample_interval_s, self._sampler(node))
+        for sw in self.local_switches:
+            self.engine.every(self.sample_interval_s, self._sampler(self.nodes[sw.name]),
+                              key=SAMPLER_CALL_KEY + sw.index)
 
     def _loader(self, name: str):  # type: ignore[no-untyped-def]
         seed = switch_seed(self.seed, name)
@@ -137,40 +171,67 @@ class SimFabric:
                                    clock_us=clock.us)
         return load
 
-    def _build_link(self, link: Any) -> None:
+    def _build_link(self, link: Any, key: int) -> None:
         delay_s = link.delay_ns / 1e9
         if link.kind == "host":
             gpu = self.topology.gpu(link.gpu)
+            here_nic, here_sw = self.is_local(gpu.server), self.is_local(gpu.switch)
+            if not (here_nic or here_sw):
+                return
             port = self.topology.switch(gpu.switch).port(gpu.switch_port)
             wire = Link(f"{gpu.name}<->{gpu.switch}:{gpu.switch_port}", delay_s)
-            nic = NicEnd(gpu.intf, wire, self.engine, link.rate_bps)
-            sw_end = PortEnd(port.intf, wire, self.engine)
-            node = self.nodes[gpu.switch]
-            self._add_port(gpu.switch, gpu.switch_port, sw_end)
-            wire.join(nic, self.sink, self.sink.receive,
-                      sw_end, node, node.receiver(gpu.switch_port))
+            nic = NicEnd(gpu.intf, wire, self.engine, link.rate_bps, key=key)
+            sw_end = PortEnd(port.intf, wire, self.engine, key + 1)
+            self._wire(wire, nic, gpu.server, sw_end, gpu.switch)
+            if here_sw:
+                node = self.nodes[gpu.switch]
+                self._add_port(gpu.switch, gpu.switch_port, sw_end)
+                # frames from the NIC (on this rank or another) land in the switch
+                nic.peer_node, nic.peer_receive = node, node.receiver(gpu.switch_port)
+            # frames from the switch land in the sink until an agent attaches
+            sw_end.peer_node, sw_end.peer_receive = self.sink, self.sink.receive
             self.nic_ends[gpu.name] = nic
+            self.port_ends[(gpu.switch, gpu.switch_port)] = sw_end
             self.links[frozenset((gpu.name, gpu.switch))] = wire
             return
         a, b = link.node_a, link.node_b
+        here_a, here_b = self.is_local(a), self.is_local(b)
+        if not (here_a or here_b):
+            return
         wire = Link(f"{a}:{link.port_a}<->{b}:{link.port_b}", delay_s)
-        end_a = PortEnd(self.topology.switch(a).port(link.port_a).intf, wire, self.engine)
-        end_b = PortEnd(self.topology.switch(b).port(link.port_b).intf, wire, self.engine)
-        self._add_port(a, link.port_a, end_a)
-        self._add_port(b, link.port_b, end_b)
-        node_a, node_b = self.nodes[a], self.nodes[b]
-        wire.join(end_a, node_a, node_a.receiver(link.port_a),
-                  end_b, node_b, node_b.receiver(link.port_b))
+        end_a = PortEnd(self.topology.switch(a).port(link.port_a).intf, wire, self.engine, key)
+        end_b = PortEnd(self.topology.switch(b).port(link.port_b).intf, wire, self.engine,
+                        key + 1)
+        self._wire(wire, end_a, a, end_b, b)
+        for end, name, port, other in ((end_a, a, link.port_a, end_b),
+                                       (end_b, b, link.port_b, end_a)):
+            if self.is_local(name):
+                self._add_port(name, port, end)
+                node = self.nodes[name]
+                # what the far end sends lands here
+                other.peer_node, other.peer_receive = node, node.receiver(port)
+            self.port_ends[(name, port)] = end
         self.links[frozenset((a, b))] = wire
 
+    def _wire(self, wire: Link, a: Any, owner_a: str, b: Any, owner_b: str) -> None:
+        """Register both ends of ``wire``; an end owned here whose peer runs
+        on another rank sends into that rank's outbox."""
+        wire.ends = [a, b]
+        for end, owner, peer in ((a, owner_a, owner_b), (b, owner_b, owner_a)):
+            self.ends_by_key[end.key] = end
+            if self.is_local(owner) and not self.is_local(peer):
+                end.engine = self.outboxes[peer]
+
     def _add_port(self, switch: str, port: int, end: PortEnd) -> None:
-        self.switches[switch].add_port(port, end, PortConfig())
-        self.port_ends[(switch, port)] = end
+        self.switches[switch].add_port(port, end, PortConfig(delay_on_link=True))
 
     def _queue_setter(self) -> QueueSetter:
         def set_port(switch: str, port: int, rate_bps: int, delay_us: float,
                      buffer_bytes: int | None) -> None:
-            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": delay_us}
+            # the link end waits out the delay (see the module docstring)
+            self.port_ends[(switch, port)].delay_s = delay_us * 1e-6
+            settings: dict[str, object] = {"rate_bps": rate_bps, "delay_us": delay_us,
+                                           "delay_on_link": True}
             if buffer_bytes is not None:
                 settings["buffer_bytes"] = buffer_bytes
             self.switches[switch].set_port_config(port, **settings)
@@ -179,6 +240,8 @@ class SimFabric:
             self.switches[switch].set_pfc(port, priority, enabled)
 
         def set_port_settings(switch: str, port: int, settings: dict) -> None:
+            if settings.get("delay_us") is not None:
+                self.port_ends[(switch, port)].delay_s = settings["delay_us"] * 1e-6
             self.switches[switch].set_port_config(port, **settings)
 
         def set_buffer(switch: str, settings: dict) -> None:
@@ -200,7 +263,7 @@ class SimFabric:
     def attach_agent(self, server: str, agent: Any, gpus: list[str]) -> AgentNode:
         """Make ``agent`` (built on :meth:`nic_backends` of ``gpus``) receive
         what the switches send to those GPUs, and let the engine drive it."""
-        node = AgentNode(server, agent)
+        node = AgentNode(server, agent, len(self.topology.switches) + self._server_index(server))
         names = [nic.config.name for nic in agent.nics]
         for name in gpus:
             gpu = self.topology.gpu(name)
@@ -210,6 +273,9 @@ class SimFabric:
         self.agents[server] = node
         self.engine.schedule(node)
         return node
+
+    def _server_index(self, server: str) -> int:
+        return next(i for i, s in enumerate(self.topology.servers) if s.name == server)
 
     # -- events and captures ----------------------------------------------------------------
     def link(self, a: str, b: str) -> Link:

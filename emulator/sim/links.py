@@ -7,9 +7,12 @@ the NIC agents' shape (``name``, ``fileno() -> None``, ``recv() -> None``,
 :class:`~emulator.traffic.agent.nic.Nic` use them as they use sockets. Who
 realises what on the wire, as on the live target:
 
-- a **switch port** serialises at its rate and waits out the propagation
-  delay itself (the data plane's TX_DONE and DELIVER timers), then sends:
-  :class:`PortEnd` hands the frame to the peer at that instant;
+- a **switch port** serialises at its rate (the data plane's TX_DONE
+  timer), then sends: :class:`PortEnd` hands the frame to the peer after
+  the link's propagation delay (on a live switch the data plane waits the
+  delay out itself; here the link does, so that a frame's arrival is known
+  one delay ahead, what lets several engines run a fabric side by side,
+  :mod:`.parallel`);
 - a **NIC** hands a frame to its back end when its serialisation *starts*
   (its pacer then keeps the line busy for it): :class:`NicEnd` delivers it
   at ``now + (len + overhead) × 8 / rate + delay``, the instant its last bit
@@ -30,7 +33,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.sim.engine import INF, Component, Engine, SimClock
+from emulator.sim.engine import _DELIVER_BASE, _SPAN, INF, Component, Engine, SimClock
 from emulator.targets.builtin.pcap import PcapWriter
 
 Receive = Callable[[bytes, float], None]
@@ -41,8 +44,8 @@ class SwitchNode(Component):
 
     __slots__ = ("dataplane",)
 
-    def __init__(self, name: str, switch: Any) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, switch: Any, key: int = 0) -> None:
+        super().__init__(name, key)
         self.dataplane = switch.dataplane
 
     def next_time(self) -> float:
@@ -81,8 +84,8 @@ class AgentNode(Component):
 
     __slots__ = ("agent", "nics", "nic_times", "touched")
 
-    def __init__(self, name: str, agent: Any) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, agent: Any, key: int = 0) -> None:
+        super().__init__(name, key)
         self.agent = agent
         self.nics = list(agent.nics)
         self.nic_times = [INF] * len(self.nics)
@@ -133,17 +136,25 @@ class AgentNode(Component):
 
 
 class _End:
-    """One end of a link: the back end its node sends through."""
+    """One end of a link: the back end its node sends through. ``key``
+    (unique in the fabric) and ``sent`` order its frames' deliveries among
+    others at the same instant (:mod:`.engine`); ``delay_s`` is what its
+    frames take to cross the link."""
 
-    __slots__ = ("name", "link", "engine", "peer_receive", "peer_node", "pcap")
+    __slots__ = ("name", "link", "engine", "peer_receive", "peer_node", "pcap", "key", "order",
+                 "sent", "delay_s")
 
-    def __init__(self, name: str, link: "Link", engine: Engine) -> None:
+    def __init__(self, name: str, link: "Link", engine: Engine, key: int = 0) -> None:
         self.name = name
         self.link = link
         self.engine = engine
         self.peer_receive: Receive | None = None
         self.peer_node: Component | None = None
         self.pcap: PcapWriter | None = None
+        self.key = key
+        self.order = _DELIVER_BASE + key * _SPAN
+        self.sent = 0
+        self.delay_s = link.delay_s
 
     def fileno(self) -> None:
         return None
@@ -165,14 +176,18 @@ class _End:
 
 
 class PortEnd(_End):
-    """A switch port's end: the data plane already spent serialisation and delay."""
+    """A switch port's end: the data plane already spent serialisation; the
+    frame arrives ``delay_s`` later."""
 
     __slots__ = ()
 
     def send(self, frame: bytes) -> bool:
-        if not self.link.up:
+        link = self.link
+        if not link.up:
             return False
-        self.engine.deliver(self.engine.clock.now, self, (self.link.epoch, frame))
+        self.sent += 1
+        engine = self.engine
+        engine.deliver(engine.clock.now + self.delay_s, self, (link.epoch, frame))
         return True
 
 
@@ -184,8 +199,8 @@ class NicEnd(_End):
     __slots__ = ("s_per_byte", "overhead_bytes", "free_at", "queued_s")
 
     def __init__(self, name: str, link: "Link", engine: Engine, rate_bps: float,
-                 overhead_bytes: int = 0) -> None:
-        super().__init__(name, link, engine)
+                 overhead_bytes: int = 0, key: int = 0) -> None:
+        super().__init__(name, link, engine, key)
         self.s_per_byte = 8.0 / rate_bps if rate_bps > 0 else 0.0
         self.overhead_bytes = overhead_bytes
         self.free_at = 0.0      # when the wire finishes the last frame
@@ -204,7 +219,8 @@ class NicEnd(_End):
         else:
             self.queued_s += start - now
         end = self.free_at = start + (n + self.overhead_bytes) * self.s_per_byte
-        self.engine.deliver(end + self.link.delay_s, self, (self.link.epoch, frame))
+        self.sent += 1
+        self.engine.deliver(end + self.delay_s, self, (self.link.epoch, frame))
         return True
 
     def capture(self, path: Path, clock: SimClock) -> None:

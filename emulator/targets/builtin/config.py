@@ -23,7 +23,11 @@ line-rate semantics), ``pfc_priorities`` (list of priorities on which a
 received PFC frame pauses the port's queues; all eight by default) and
 ``rx_link`` (false by default; true when the peer hands frames over at the
 start of their serialisation, without delay, as a NIC agent does: the
-switch then realises that direction of the link too, see :mod:`.dataplane`).
+switch then realises that direction of the link too, see :mod:`.dataplane`)
+and ``delay_on_link`` (false by default; true when the wire the port sends
+into waits out ``delay_us`` itself, as a virtual-time link does: the port
+then sends at the end of serialisation, and ``delay_us`` still sizes the
+computed headroom).
 Buffer keys (:mod:`.mmu`): ``lossless_priorities`` (ingress priority groups
 admitted losslessly, PFC generated for them; none by default),
 ``xoff_bytes``/``xon_bytes`` (static thresholds of a group's shared bytes),
@@ -52,7 +56,7 @@ DEFAULT_XOFF_BYTES = 30_000
 DEFAULT_XON_BYTES = 15_000
 ALL_PRIORITIES = frozenset(range(NUM_PFC_PRIORITIES))
 PORT_KEYS = ("rate_bps", "delay_us", "buffer_bytes", "overhead_bytes", "pfc_priorities",
-             "rx_link", "lossless_priorities", "xoff_bytes", "xon_bytes", "xoff_alpha",
+             "rx_link", "delay_on_link", "lossless_priorities", "xoff_bytes", "xon_bytes", "xoff_alpha",
              "headroom_bytes", "pfc_quanta", "mac")
 _INTEGER_KEYS = ("buffer_bytes", "overhead_bytes", "xoff_bytes", "xon_bytes", "headroom_bytes",
                  "pfc_quanta")
@@ -68,6 +72,7 @@ class PortConfig:
     overhead_bytes: int = 0
     pfc_priorities: frozenset[int] = ALL_PRIORITIES
     rx_link: bool = False
+    delay_on_link: bool = False
     lossless_priorities: frozenset[int] = frozenset()
     xoff_bytes: int = DEFAULT_XOFF_BYTES
     xon_bytes: int = DEFAULT_XON_BYTES
@@ -113,7 +118,7 @@ class PortConfig:
                 changes[key] = _priorities(value, key)
             elif key in _INTEGER_KEYS:
                 changes[key] = _integer(key, value)
-            elif key == "rx_link":
+            elif key in ("rx_link", "delay_on_link"):
                 changes[key] = _boolean(key, value)
             elif key == "mac":
                 changes[key] = str(value)
@@ -125,6 +130,7 @@ class PortConfig:
         return {"rate_bps": self.rate_bps, "delay_us": self.delay_us,
                 "buffer_bytes": self.buffer_bytes, "overhead_bytes": self.overhead_bytes,
                 "pfc_priorities": sorted(self.pfc_priorities), "rx_link": self.rx_link,
+                "delay_on_link": self.delay_on_link,
                 "lossless_priorities": sorted(self.lossless_priorities),
                 "xoff_bytes": self.xoff_bytes, "xon_bytes": self.xon_bytes,
                 "xoff_alpha": self.xoff_alpha, "headroom_bytes": self.headroom_bytes,

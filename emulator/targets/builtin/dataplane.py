@@ -97,7 +97,8 @@ class PortState:
     """Everything the data plane keeps about one port."""
 
     __slots__ = ("number", "backend", "config", "counters", "tm", "pfc", "busy", "free_at",
-                 "rate_bps", "delay_s", "overhead", "pfc_enabled", "pcap_in", "pcap_out",
+                 "rate_bps", "delay_s", "wait_s", "overhead", "pfc_enabled", "pcap_in",
+                 "pcap_out",
                  "kicking", "lateness", "frame_us", "given_up_s", "given_up_events",
                  "rx_link", "arriving", "rx_free_at", "pg", "ctrl", "ctrl_qc", "pfc_src")
 
@@ -131,6 +132,9 @@ class PortState:
         self.config = config
         self.rate_bps = config.rate_bps
         self.delay_s = config.delay_us * 1e-6
+        # what departures wait out after serialisation: the delay, unless the
+        # wire does (a virtual-time link)
+        self.wait_s = 0.0 if config.delay_on_link else self.delay_s
         self.overhead = config.overhead_bytes
         self.tm.buffer_bytes = config.buffer_bytes
         self.pfc_enabled = sum(1 << p for p in config.pfc_priorities)
@@ -482,8 +486,8 @@ class DataPlane:
         if end > now:
             ps.busy = True
             heappush(self._timers, (end, next(self._seq), TX_DONE, ps, qc, frame))
-        elif ps.delay_s:
-            self._push(end + ps.delay_s, DELIVER, ps, qc, frame)
+        elif ps.wait_s:
+            self._push(end + ps.wait_s, DELIVER, ps, qc, frame)
         else:
             self._transmit(ps, qc, frame, end)
 
@@ -566,11 +570,11 @@ class DataPlane:
                 self._transmit(ps, a, b, when)
             elif kind == TX_DONE:
                 ps.busy = False
-                if ps.delay_s:
+                if ps.wait_s:
                     # Through the timer heap even when already due: a loop
                     # running later than the delay must not send this frame
                     # ahead of earlier ones still propagating (FIFO per port).
-                    heappush(timers, (when + ps.delay_s, next(self._seq), DELIVER, ps, a, b))
+                    heappush(timers, (when + ps.wait_s, next(self._seq), DELIVER, ps, a, b))
                 else:
                     self._transmit(ps, a, b, when)
                 if ps.tm.nonempty or ps.ctrl:
