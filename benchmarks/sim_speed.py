@@ -94,7 +94,8 @@ def executor_us_per_packet(packets: int = 20_000) -> float:
     return elapsed / packets * 1e6
 
 
-def run_ranks(data: dict, ranks: int, tmp: Path) -> dict:  # type: ignore[type-arg]
+def run_ranks(data: dict, ranks: int, tmp: Path,  # type: ignore[type-arg]
+              partition: str = "auto") -> dict:  # type: ignore[type-arg]
     """One run of scenario ``data`` on ``ranks`` ranks; its results."""
     path = tmp / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -103,10 +104,12 @@ def run_ranks(data: dict, ranks: int, tmp: Path) -> dict:  # type: ignore[type-a
     if ranks == 1:
         results = run_sim(load_scenario(path), out, progress=False)
     else:
+        path_env = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
         done = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run", str(path),
                                "--target", "sim", "--ranks", str(ranks), "--out", str(out),
-                               "--no-progress"], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+                               "--no-progress", "--partition", partition], cwd=ROOT,
+                              capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": path_env})
         if not (out / "results.json").exists():
             raise SystemExit(f"{ranks} ranks failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
         results = json.loads((out / "results.json").read_text())
@@ -115,7 +118,7 @@ def run_ranks(data: dict, ranks: int, tmp: Path) -> dict:  # type: ignore[type-a
 
 
 def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
-            bytes_per_gpu: str) -> list[dict]:  # type: ignore[type-arg]
+            bytes_per_gpu: str, partition: str = "auto") -> list[dict]:  # type: ignore[type-arg]
     """Each load on each rank count: wall time, hops per CPU second, speed-up."""
     rows = []
     for load in loads:
@@ -132,7 +135,7 @@ def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
             first = None
             for ranks in ranks_list:
                 with tempfile.TemporaryDirectory() as tmp:
-                    results = run_ranks(data, ranks, Path(tmp))
+                    results = run_ranks(data, ranks, Path(tmp), partition)
                 sim = results["sim"]
                 if first is None:
                     first = results
@@ -143,7 +146,8 @@ def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
                 per_rank = sim.get("per_rank") or [{"rank": 0, "hops": sim["hops"],
                                                     "cpu_s": sim["cpu_s"], "wall_s": wall}]
                 rows.append({
-                    "load": data["name"], "ranks": ranks, "hops": sim["hops"],
+                    "load": data["name"], "ranks": ranks, "partition": partition,
+                    "hops": sim["hops"],
                     "flows_completed": results["totals"]["flows_completed"],
                     "max_fct_us": round((results["totals"]["max_fct_s"] or 0) * 1e6, 1),
                     "wall_s": wall, "total_wall_s": round(results["_total_wall_s"], 2),
@@ -168,11 +172,12 @@ def main() -> int:
                         "(default: none, one engine as before)")
     parser.add_argument("--loads", default="ring", help="ring, permutation, or both")
     parser.add_argument("--k", type=int, default=8, help="fat-tree k of the permutation")
+    parser.add_argument("--partition", default="auto", help="auto, switch or a file")
     args = parser.parse_args()
     if args.ranks:
         ranks_list = [int(x) for x in args.ranks.split(",")]
         rows = scaling(args.loads.split(","), [int(x) for x in args.sizes.split(",")], args.k,
-                       ranks_list, args.bytes_per_gpu)
+                       ranks_list, args.bytes_per_gpu, args.partition)
         if args.json:
             print(json.dumps({"clock": "virtual (sim)", "cores": os.cpu_count(),
                               "runs": rows}, indent=1))
