@@ -31,7 +31,6 @@ interrupt a partial run everywhere.
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 import traceback
@@ -157,8 +156,3 @@ def _where(exc: BaseException) -> str:
         return "no traceback"
     last = frames[-1]
     return f"{last.filename.rsplit('/', 2)[-1]}:{last.lineno} in {last.name}"
-
-
-def no_lookahead(lookahead_s: float) -> bool:
-    """Whether a partition cuts no link at all (ranks never exchange frames)."""
-    return math.isinf(lookahead_s)
