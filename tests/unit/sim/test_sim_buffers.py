@@ -9,6 +9,7 @@ The 128-host k = 8 permutation of the issue takes minutes on 2 cores; it is
 
 from __future__ import annotations
 
+import csv
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,55 @@ def test_incast_through_two_tiers_pauses_hop_by_hop_and_blocks_the_victim(tmp_pa
           f"{fct['victim'] * 1e6:.1f} us")
     assert victim_alone < 120e-6
     assert fct["victim"] > 3 * victim_alone
+    _check_buffer_series(tmp_path / "incast", results, tiers)
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _check_buffer_series(out: Path, results: dict[str, Any], tiers: dict[str, int]) -> None:
+    """buffer.csv, priority_groups.csv and queues.csv sample the same
+    instants of the same bytes: at every sample of a switch, its pool in
+    use (shared + headroom) = the bytes its ingress groups hold = the
+    bytes its egress queues hold, headroom in use = the groups' headroom
+    bytes; no sample exceeds the high-water marks of results.json; the
+    series of each switch ends empty; headroom was used in every tier
+    that paused."""
+    pool: dict[tuple[str, float], tuple[int, int]] = {}
+    for r in _csv(out / "buffer.csv"):
+        pool[r["switch"], float(r["t_s"])] = (int(r["shared_used_bytes"]),
+                                             int(r["headroom_used_bytes"]))
+        assert int(r["shared_used_bytes"]) <= int(r["shared_bytes"])
+    groups: dict[tuple[str, float], list[int]] = {}
+    for r in _csv(out / "priority_groups.csv"):
+        slot = groups.setdefault((r["switch"], float(r["t_s"])), [0, 0])
+        slot[0] += int(r["pg_bytes"])
+        slot[1] += int(r["headroom_used_bytes"])
+        held = results["switches"][r["switch"]][r["port"]][r["priority"]]
+        assert int(r["pg_bytes"]) <= held["pg_max_bytes"]
+        assert int(r["headroom_used_bytes"]) <= held["headroom_max_bytes"]
+    queued: dict[tuple[str, float], int] = {}
+    for r in _csv(out / "queues.csv"):
+        key = (r["switch"], float(r["t_s"]))
+        queued[key] = queued.get(key, 0) + int(r["depth_bytes"])
+    assert pool and len(pool) >= 10 * len(results["switches"]) // 2
+    for key, (shared, headroom) in pool.items():
+        assert groups.get(key, [0, 0]) == [shared + headroom, headroom], key
+        assert queued.get(key, 0) == shared + headroom, key
+    for key in groups:
+        assert key in pool, key     # a group holds bytes only while the pool does
+    peak: dict[str, list[int]] = {}
+    for (name, t), (shared, headroom) in sorted(pool.items(), key=lambda kv: kv[0][1]):
+        slot = peak.setdefault(name, [0, 0, -1])
+        slot[0], slot[1] = max(slot[0], shared), max(slot[1], headroom)
+        slot[2] = shared + headroom   # the last sample
+        buffer = results["switches"][name]["_buffer"]
+        assert shared <= buffer["shared_max_bytes"] and headroom <= buffer["headroom_max_bytes"]
+    assert all(last == 0 for _, _, last in peak.values()), peak
+    for prefix in tiers:
+        assert any(p[1] > 0 for name, p in peak.items() if name.startswith(prefix)), prefix
 
 
 def test_lossy_class_stops_at_its_dynamic_threshold(tmp_path: Path) -> None:
