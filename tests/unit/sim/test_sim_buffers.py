@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from emulator.scenario.htsim import ConnectionMatrixError, flows_from_cm
 from emulator.scenario.loader import scenario_from_dict
 from emulator.run.sim import run_sim
 from emulator.scenario.spec import SwitchOverride
@@ -53,21 +52,6 @@ def test_fat_tree_permutation_is_lossless(tmp_path: Path, dcqcn: bool) -> None:
     for name, ports in results["switches"].items():
         buffer = ports["_buffer"]
         assert buffer["shared_used_bytes"] == 0 and buffer["headroom_used_bytes"] == 0, name
-
-
-def test_cm_converter_reads_htsim_lines() -> None:
-    gpus = [f"srv{i}/gpu0" for i in range(4)]
-    text = "Nodes 4\nConnections 2\n0->3 id 7 start 5 size 2000000\n2->1 start 0 size 100\n"
-    flows = flows_from_cm(text, gpus)
-    assert flows == [{"id": "cm-7", "src": "srv0/gpu0", "dst": "srv3/gpu0", "size": 2_000_000,
-                      "start": "5000ns"},
-                     {"id": "cm-2", "src": "srv2/gpu0", "dst": "srv1/gpu0", "size": 100,
-                      "start": "0ns"}]
-    assert len(flows_from_cm(permutation_cm(16, 10, 3), [f"g{i}" for i in range(16)])) == 16
-    with pytest.raises(ConnectionMatrixError, match="<cm>:3: host 9 is not below 4"):
-        flows_from_cm("Nodes 4\nConnections 1\n0->9 start 0 size 1\n", gpus)
-    with pytest.raises(ConnectionMatrixError, match="Connections 2 but has 1"):
-        flows_from_cm("Nodes 4\nConnections 2\n0->1 start 0 size 1\n", gpus)
 
 
 def _incast(victim_only: bool, pfc: bool = True, **switches: Any) -> dict[str, Any]:
