@@ -200,3 +200,47 @@ def test_headroom_below_the_cable_overflows_and_the_computed_one_holds(tmp_path:
     print(f"\nheadroom peak with the computed headroom {slot['headroom_max_bytes']} B; "
           f"forced to 100 KB: drops {reasons}")
     assert reasons.get("headroom_overflow", 0) > 0 and "tail" not in reasons
+
+
+def _paced_victim_behind_an_incast(senders: int = 14) -> dict[str, Any]:
+    # One leaf, 100 Mb/s. The victim (10 Mb/s, 60 KB) has its RTT samples
+    # from an empty queue (its timeout at the 20 ms floor) when, at 20 ms,
+    # 14 senders of 200 KB each fill the lossless queue to the receiver to
+    # about 14 x XOFF (60 KB): ~70 ms of drain ahead of the victim's next
+    # ACK request. The static cap of lossy queues (20 KB) says nothing of it.
+    topo = topology(senders + 2, 1, rate="100Mbps", delay="5us", per_leaf=senders + 2)
+    rx = f"srv{senders + 1}/gpu0"
+    flows = [{"id": "victim", "src": "srv0/gpu0", "dst": rx, "size": 60_000, "rate": "10Mbps"}]
+    flows += [{"id": f"in{i}", "src": f"srv{i}/gpu0", "dst": rx, "size": 200_000,
+               "start": "20ms"} for i in range(1, senders + 1)]
+    return scenario("paced-victim", topo, {"flows": flows}, duration="2s",
+                    switches={"buffer": "20KB", **NO_ECN,
+                              "pfc": {"enabled": True, "xoff": "60KB", "xon": "30KB"}},
+                    hosts={"dcqcn": {"enabled": False}})
+
+
+def test_no_spurious_timeout_behind_a_full_lossless_queue(tmp_path: Path, monkeypatch) -> None:
+    """The agents' timeout floor covers the drain of the fullest lossless
+    queue (emulator/run/agent_config.py, min_timeout_ms): the victim waits
+    ~70 ms for its ACK and does not time out; with the floor the old rule
+    gave (from the 20 KB lossy cap: 20 ms) it times out and goes back N
+    while nothing was lost."""
+    import emulator.run.agent_config as agent_config
+
+    data = _paced_victim_behind_an_incast()
+    floor_ms = agent_config.min_timeout_ms(scenario_from_dict(data, "<t>"))
+    good = run(data, tmp_path / "floor")
+    receiver_port = str(scenario_from_dict(data, "<t>").topology.gpu("srv15/gpu0").switch_port)
+    queue = good["switches"]["leaf-r0-0"][receiver_port]["3"]["max_qdepth"]["bytes"]
+    drain_ms = queue * 8 / 100e6 * 1e3
+    victim = {f["id"]: f for f in good["flows"]}["victim"]
+    monkeypatch.setattr(agent_config, "min_timeout_ms", lambda *a, **k: 20.0)
+    old = run(data, tmp_path / "old")
+    old_victim = {f["id"]: f for f in old["flows"]}["victim"]
+    print(f"\nqueue peak {queue} B ({drain_ms:.1f} ms to drain), floor {floor_ms} ms: victim "
+          f"retransmits {victim['retransmits']}, FCT {victim['fct_s'] * 1e3:.1f} ms; with a "
+          f"20 ms floor: {old_victim['retransmits']}, {old_victim['fct_s'] * 1e3:.1f} ms")
+    assert good["totals"]["drops"] == old["totals"]["drops"] == 0
+    assert drain_ms > 50 and floor_ms > 2 * drain_ms
+    assert good["totals"]["retransmits"] == 0 and good["totals"]["flows_incomplete"] == 0
+    assert old_victim["retransmits"] > 0      # spurious: nothing was dropped
