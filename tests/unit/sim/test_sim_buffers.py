@@ -21,7 +21,7 @@ from emulator.run.sim import run_sim
 from emulator.scenario.spec import SwitchOverride
 from emulator.scenario.units import Threshold
 from tests.unit.sim.sim_kit import (
-    fat_tree_permutation, fct_summary, permutation_cm, run, scenario, topology,
+    fat_tree_permutation, fct_summary, run, scenario, topology,
 )
 
 FT4 = {"name": "ft4", "kind": "fat-tree", "k": 4,
