@@ -3,7 +3,8 @@ shared by every port, admission per ingress priority group for lossless
 classes (PFC XOFF/XON and headroom) and per egress queue for lossy ones
 (dynamic thresholds). The data plane calls it on every frame it queues and
 every frame that leaves a queue; it owns the bytes, the data plane owns the
-frames and sends the pause frames this decides.
+frames and sends the pause frames this decides. :class:`BufferSeries`
+samples what it holds over time (with the queue series of :mod:`.tm`).
 
 The model (after SONiC's buffer pools and profiles on a Broadcom-class MMU):
 
