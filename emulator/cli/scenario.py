@@ -1,4 +1,5 @@
-"""``aifabric scenario``: check scenario files.
+"""``aifabric scenario``: check scenario files, and write one from htsim's
+connection matrix.
 
 - ``scenario check FILE [--json] [--target builtin|bmv2]``: validate a
   scenario against its topology and print a summary (topology, switch and
@@ -7,6 +8,11 @@
   With ``time_scale`` != 1 the summary is the scenario as written, plus
   what it becomes when emulated (``--json``: under ``emulated``); warnings
   (:func:`emulator.scenario.scale.emulation_warnings`) go to stderr.
+- ``scenario from-htsim FILE.cm --topology TOPO.yaml -o OUT.yaml
+  [--start-unit ps|ns|us] [--name N] [--duration D] [--force]``: write a
+  scenario running htsim's connection matrix over that topology
+  (:mod:`emulator.scenario.htsim`), checked by loading it before it is
+  written.
 """
 
 from __future__ import annotations
@@ -16,10 +22,14 @@ import json
 import sys
 from collections import Counter
 
+from pathlib import Path
+
 from emulator.scenario import Scenario, expand_workload, load_scenario, scale
+from emulator.scenario.errors import ScenarioError
+from emulator.scenario.htsim import START_UNITS_NS, scenario_text
 from emulator.scenario.schema import TARGETS
 from emulator.scenario.spec import EcnSpec, FlowSpec, PfcSpec
-from emulator.scenario.units import Threshold, format_duration, format_size
+from emulator.scenario.units import Threshold, format_duration, format_size, parse_duration_ns
 from emulator.topology import counts
 from emulator.topology.units import DELAY_UNITS_NS, RATE_UNITS_BPS, format_rate
 
@@ -37,6 +47,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--target", choices=TARGETS,
                        help="switch target to use instead of the file's")
     check.set_defaults(func=_check)
+    convert = commands.add_parser(
+        "from-htsim", help="write a scenario from an htsim connection matrix (.cm)",
+        description="Write a scenario file running an htsim connection matrix over a "
+                    "topology: htsim host i is the topology's i-th GPU (see "
+                    "scenarios/README.md, 'From htsim').")
+    convert.add_argument("file", metavar="FILE.cm", help="htsim connection matrix")
+    convert.add_argument("--topology", required=True, metavar="TOPO.yaml",
+                         help="topology file the hosts map onto")
+    convert.add_argument("-o", "--out", required=True, metavar="OUT.yaml",
+                         help="scenario file to write")
+    convert.add_argument("--start-unit", choices=tuple(START_UNITS_NS), default="ps",
+                         help="unit of the matrix's start times: ps (csg-htsim, default) "
+                              "or us (original htsim, ConnectionMatrix::save)")
+    convert.add_argument("--name", help="scenario name (default: the matrix's file name)")
+    convert.add_argument("--duration", help="run duration, e.g. 5ms (default: 20 x what "
+                                            "the busiest host needs at line rate)")
+    convert.add_argument("--force", action="store_true", help="overwrite OUT.yaml")
+    convert.set_defaults(func=_from_htsim)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -59,6 +87,35 @@ def _check(args: argparse.Namespace) -> int:
         lines[2:2] = time_scale_lines(written, scenario, flows, expand_workload(scenario))
     for line in lines:
         print(line)
+    return 0
+
+
+def _from_htsim(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ScenarioError(f"{out}: exists; pass --force to overwrite it")
+    duration_ns = None
+    if args.duration is not None:
+        try:
+            duration_ns = parse_duration_ns(args.duration)
+        except ValueError as exc:
+            raise ScenarioError(f"--duration: {exc}") from None
+        if duration_ns <= 0:
+            raise ScenarioError(f"--duration: {args.duration!r} is not > 0")
+    text = scenario_text(args.file, args.topology, out, start_unit=args.start_unit,
+                         name=args.name, duration_ns=duration_ns)
+    # load what would be written (relative topology path included) before writing it
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text)
+    try:
+        scenario = load_scenario(tmp)
+    except ScenarioError as exc:
+        tmp.unlink()
+        raise ScenarioError(str(exc).replace(str(tmp), str(out))) from None
+    tmp.replace(out)
+    flows = expand_workload(scenario)
+    print(f"wrote {out}: {len(flows)} flows, {_bytes_text(flows)}, over "
+          f"{scenario.topology.name}, duration {format_duration(scenario.duration_ns)}")
     return 0
 
 

@@ -10,6 +10,8 @@
   queue pair (a rate holds until the next sample), ending with a dot when
   the flow completed (``start_s + fct_s`` of results.json's flows).
 - ``pauses.png`` and ``ecn_cnp.png``: :mod:`.congestion_plots`.
+- ``buffer.png``: :mod:`.buffer_plot` (only in a run directory that has a
+  ``buffer.csv``: older runs have none).
 
 :func:`plot_run` draws them all into a run directory (the runner calls it
 after every run, also partial ones); a CSV that is missing or empty gives a
@@ -236,11 +238,13 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
 
 def plot_run(out_dir: str | Path, *, title: str = "",
              duration_s: float | None = None) -> list[Path]:
-    """Draw ``queue_depth.png``, ``flow_rates.png``, ``pauses.png`` and
-    ``ecn_cnp.png`` into ``out_dir`` from its CSVs and ``results.json``, then
+    """Draw ``queue_depth.png``, ``flow_rates.png``, ``pauses.png``,
+    ``ecn_cnp.png`` and (where the run wrote ``buffer.csv``) ``buffer.png``
+    into ``out_dir`` from its CSVs and ``results.json``, then
     ``utilisation.png`` from its ``results.json``
     (:mod:`emulator.measure.utilisation_plot`). A time-scaled run's titles
     say what one emulated second is in the data centre."""
+    from emulator.measure.buffer_plot import plot_buffer
     from emulator.measure.utilisation_plot import plot_utilisation
 
     d = Path(out_dir)
@@ -262,7 +266,10 @@ def plot_run(out_dir: str | Path, *, title: str = "",
                     missing=None if (d / "pauses.csv").exists() else no_pauses, behind=behind),
         plot_ecn_cnp(series or [], d / "ecn_cnp.png", title=title, duration_s=duration_s,
                      missing=None if series is not None else no_series, behind=behind),
-    ] + [p for p in [plot_utilisation(d, title=title)] if p is not None]
+    ] + ([plot_buffer(read_csv(d / "buffer.csv"), read_csv(d / "priority_groups.csv"),
+                      d / "buffer.png", title=title, duration_s=duration_s, behind=behind)]
+         if (d / "buffer.csv").exists() else []) \
+        + [p for p in [plot_utilisation(d, title=title)] if p is not None]
 
 
 def _time_scale(out_dir: Path) -> float:

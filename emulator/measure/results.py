@@ -1,7 +1,8 @@
 """The results of one run, assembled from what the agents and switches
 measured: ``results.json``, ``flows.csv``, ``ports.csv``, the time series
-``queues.csv``, ``rates.csv``, ``series.csv`` and ``pauses.csv``
-(:func:`write_series_csvs`) and a summary.
+``queues.csv``, ``rates.csv``, ``series.csv``, ``pauses.csv``,
+``buffer.csv`` and ``priority_groups.csv`` (:func:`write_series_csvs`) and
+a summary.
 
 Pure functions over plain dicts (no root): :func:`assemble` takes the
 agents' stats snapshots (:mod:`emulator.traffic.agent.stats`), the switches'
@@ -93,6 +94,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from emulator.measure.buffer_series import write_buffer_csvs
 from emulator.measure.links import link_invariant_problem, link_metrics, write_links_csv
 from emulator.measure.run_series import write_run_series_csvs
 from emulator.scenario.scale import DC_FIELDS, dc_name, to_dc
@@ -495,9 +497,11 @@ def write_series_csvs(out_dir: Path, series: Mapping[str, Mapping[str, Any] | No
                       start_unix: float) -> None:
     """Write ``queues.csv`` (switch queue depths over time, see
     ``GetQueueSeries``), ``rates.csv`` (per-QP DCQCN rates over time), and
-    ``series.csv`` and ``pauses.csv`` (:mod:`emulator.measure.run_series`);
+    ``series.csv`` and ``pauses.csv`` (:mod:`emulator.measure.run_series`),
+    ``buffer.csv`` and ``priority_groups.csv`` (:mod:`.buffer_series`);
     each with its header even when empty."""
     write_run_series_csvs(out_dir, series, qps, stats, start_unix)
+    write_buffer_csvs(out_dir, series, start_unix)
     for name, columns, rows in (
             ("queues.csv", QUEUES_COLUMNS, queue_series_rows(series, start_unix)),
             ("rates.csv", RATES_COLUMNS, rate_rows(qps, stats, start_unix))):

@@ -27,12 +27,15 @@ flow's result says so (``op_emulated``).
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Sequence
 
 from emulator.run.qps import QpPlan, plan_qps
 from emulator.scenario.errors import ScenarioError
-from emulator.scenario.spec import DcqcnSpec, FlowSpec, Scenario, stripes
+from emulator.scenario.spec import RETH_BYTES, DcqcnSpec, FlowSpec, Scenario, stripes
+from emulator.targets.builtin.mmu import auto_shared_bytes, headroom_bytes
 from emulator.topology import Topology
 
 if TYPE_CHECKING:
@@ -84,35 +87,129 @@ def dcqcn_params(spec: DcqcnSpec, line_rate_bps: float,
     }
 
 
-def min_timeout_ms(scenario: Scenario) -> float:
-    """The agents' lowest retransmission timeout: twice the time the slowest
-    host link takes to drain one full switch queue (the scenario's largest
-    buffer) plus a round trip over the longest path (6 links each way, in
-    a fat-tree), and never under :data:`MIN_TIMEOUT_FLOOR_MS`. A queue that
-    is full but not dropping then never makes a sender time out (go-back-N
-    on a spurious timeout resends a window that was only waiting). The
-    agents also start with it before their first RTT sample when it is
-    above their :data:`INITIAL_TIMEOUT_MS` (a time-scaled scenario's
-    emulated RTTs can be far longer than that)."""
-    buffers = [scenario.switches.buffer_bytes] + [
-        o.buffer_bytes for o in scenario.switches.overrides if o.buffer_bytes is not None]
-    rate_bps = min(link.rate_bps for link in scenario.topology.links if link.kind == "host")
+def path_switches(topology: Topology) -> int:
+    """The most switches a shortest path between two GPUs crosses (3 in a
+    leaf-spine, 5 in a fat-tree): what ECMP routes over."""
+    neighbours: dict[str, set[str]] = {sw.name: set() for sw in topology.switches}
+    for sw in topology.switches:
+        for port in sw.ports:
+            if port.kind == "fabric":
+                neighbours[sw.name].add(port.peer)
+    edges = [sw.name for sw in topology.switches if any(p.kind == "host" for p in sw.ports)]
+    most = 1
+    for first in edges:
+        distance = {first: 0}
+        frontier = deque([first])
+        while frontier:
+            here = frontier.popleft()
+            for there in neighbours[here]:
+                if there not in distance:
+                    distance[there] = distance[here] + 1
+                    frontier.append(there)
+        most = max([most] + [distance[e] + 1 for e in edges if e in distance])
+    return most
+
+
+def largest_queue_drain_s(scenario: Scenario, *, response_ns: int | None = None,
+                          lossless: bool = True, lossy: bool = True) -> float:
+    """How long the fullest egress queue the switches' buffer lets a class
+    build takes to drain at its port's rate, the worst port of the fabric
+    (the buffer model of :mod:`emulator.targets.builtin.mmu`):
+
+    - a **lossless** queue has no cap: every other lossless ingress port of
+      its switch may hold its XOFF (the whole shared pool when XOFF is
+      dynamic) and its headroom there, and all of it within the pool;
+    - a **lossy** queue holds at most its static cap (``switches.buffer``)
+      and alpha / (1 + alpha) of the shared pool.
+
+    Headrooms are the scenario's, or computed from each link with the peer's
+    ``response_ns`` (default the scenario's ``pfc.response``; live runs add
+    :data:`~emulator.control.fabric_plan.LIVE_RESPONSE_NS`), as the switches
+    size them; an ``auto`` pool is sized as they size it."""
+    switches = scenario.switches
+    frame_bytes = scenario.hosts.frame_bytes
+    response_s = (switches.pfc.response_ns if response_ns is None else response_ns) * 1e-9
+    alpha = max(switches.alpha)
+    links = {}
+    for link in scenario.topology.links:
+        links[(link.node_a, link.port_a)] = link
+        links[(link.node_b, link.port_b)] = link
+    worst_s = 0.0
+    for sw in scenario.topology.switches:
+        ports = []       # (rate_bps, lossy cap, lossless bytes a group can hold or None)
+        reserved = 0
+        for port in sw.ports:
+            link = links[(sw.name, port.number)]
+            settings = switches.for_port(sw.name, port.number)
+            pfc = settings.pfc
+            held = None
+            if pfc.enabled and pfc.priorities:
+                headroom = pfc.headroom.to_bytes(frame_bytes) if pfc.headroom is not None \
+                    else headroom_bytes(link.rate_bps, link.delay_ns * 1e-9,
+                                        frame_bytes + RETH_BYTES, response_s=response_s)
+                reserved += headroom * len(pfc.priorities)
+                # a dynamic XOFF is at most the shared pool (filled in below)
+                held = (None if pfc.alpha else pfc.xoff.to_bytes(frame_bytes), headroom)
+            ports.append((link.rate_bps, settings.buffer_bytes, held))
+        shared = switches.pool_bytes - reserved if switches.pool_bytes else \
+            auto_shared_bytes((rate, cap) for rate, cap, _ in ports)
+        pool = shared + reserved
+        groups = [(shared if xoff is None else xoff) + headroom
+                  for _, _, held in ports if held is not None for xoff, headroom in [held]]
+        for rate, cap, held in ports:
+            queue = 0.0
+            if lossless and groups:
+                mine = 0 if held is None else (shared if held[0] is None else held[0]) + held[1]
+                queue = min(pool, sum(groups) - mine)
+            if lossy:
+                queue = max(queue, min(cap or math.inf, alpha / (1 + alpha) * shared))
+            worst_s = max(worst_s, queue * 8 / rate)
+    return worst_s
+
+
+def min_timeout_ms(scenario: Scenario, flows: Sequence[FlowSpec] | None = None, *,
+                   response_ns: int | None = None) -> float:
+    """The agents' lowest retransmission timeout: long enough that a packet
+    and its ACK, each waiting behind a full queue at every switch of the
+    longest path, never make a sender time out (go-back-N on a spurious
+    timeout resends a window that was only waiting, and a PFC pause can
+    hold a lossless queue full for its whole drain): twice
+    :func:`path_switches` × :func:`largest_queue_drain_s` (of the classes
+    ``flows`` use, lossless and lossy; all of them without ``flows``) plus
+    a round trip over that path, and never under
+    :data:`MIN_TIMEOUT_FLOOR_MS`. The agents also start with it before
+    their first RTT sample when it is above their :data:`INITIAL_TIMEOUT_MS`
+    (a time-scaled scenario's emulated RTTs can be far longer than that)."""
+    pfc = scenario.switches.pfc
+    lossless_prios = set(pfc.priorities) if pfc.enabled else set()
+    lossless = lossy = flows is None
+    for flow in flows or ():
+        if flow.priority in lossless_prios:
+            lossless = True
+        else:
+            lossy = True
+    hops = path_switches(scenario.topology)
+    drain_s = largest_queue_drain_s(scenario, response_ns=response_ns, lossless=lossless,
+                                    lossy=lossy)
     delay_ns = max(link.delay_ns for link in scenario.topology.links)
     return round(max(MIN_TIMEOUT_FLOOR_MS,
-                     2 * max(buffers) * 8 / rate_bps * 1e3 + 12 * delay_ns / 1e6), 3)
+                     2 * hops * drain_s * 1e3 + 2 * (hops + 1) * delay_ns / 1e6), 3)
 
 
 def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                         start_at_unix: float | None = None,
                         qps: Sequence[QpPlan] | None = None,
                         graph: Sequence[Op] = (), *,
-                        dcqcn_time_scale: float | None = None) -> dict[str, dict[str, Any]]:
+                        dcqcn_time_scale: float | None = None,
+                        pfc_response_ns: int | None = None) -> dict[str, dict[str, Any]]:
     """Server name -> agent JSON config (see the module docstring). Flows
     that carry ``graph`` ops (collectives) get those messages, with their
     dependencies, instead of one message of their size. ``dcqcn_time_scale``
     replaces the agent's default DCQCN time scale when the scenario keeps
     the DCQCN defaults (the virtual-time target passes 1: the paper's
-    timers as they are)."""
+    timers as they are). ``pfc_response_ns`` is the peers' response time the
+    switches' headrooms allow for, when not the scenario's (a live run's):
+    the retransmission floor (:func:`min_timeout_ms`) covers those bytes."""
     topo = scenario.topology
     plans = list(qps) if qps is not None else plan_qps(scenario, flows)
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
@@ -122,16 +219,17 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
     prio = scenario.switches.priorities
     configs: dict[str, dict[str, Any]] = {}
     nics: dict[str, dict[str, dict[str, Any]]] = {}
+    floor_ms = min_timeout_ms(scenario, flows, response_ns=pfc_response_ns)
 
     def agent(server: str) -> dict[str, Any]:
         if server not in configs:
             configs[server] = {
                 "name": server, "nics": [], "qps": [],
                 "defaults": {"transport": {
-                    "path_mtu_bytes": mtu, "min_timeout_ms": min_timeout_ms(scenario),
-                    "timeout_ms": max(INITIAL_TIMEOUT_MS, min_timeout_ms(scenario)),
+                    "path_mtu_bytes": mtu, "min_timeout_ms": floor_ms,
+                    "timeout_ms": max(INITIAL_TIMEOUT_MS, floor_ms),
                     # a slowed fabric's floor may pass the agent's own ceiling
-                    "max_timeout_ms": max(MAX_TIMEOUT_MS, 4 * min_timeout_ms(scenario))}},
+                    "max_timeout_ms": max(MAX_TIMEOUT_MS, 4 * floor_ms)}},
                 "workload": {"start_at_unix": start_at_unix, "messages": []},
                 "run": {"max_rate_samples": MAX_RATE_SAMPLES},
                 "cnp_dscp": prio.cnp_dscp, "cnp_priority": prio.cnp,

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from emulator.control.fabric_plan import LIVE_RESPONSE_NS
 from emulator.fidelity.cpu import CpuSampler
 from emulator.fidelity.verdict import judge, write_behind_csv
 from emulator.measure.results import counter_delta
@@ -222,7 +223,9 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
             timings["baseline_s"] = round(time.perf_counter() - clock, 3)
             # agents
             start_unix = time.time() + START_MARGIN_S + START_PER_AGENT_S * len(servers)
-            configs = build_agent_configs(scenario, flows, start_unix, qps, graph)
+            configs = build_agent_configs(
+                scenario, flows, start_unix, qps, graph,
+                pfc_response_ns=scenario.switches.pfc.response_ns or LIVE_RESPONSE_NS)
             for config in configs.values():  # live: agents on time on a busy machine
                 config["run"]["realtime_priority"] = AGENT_REALTIME_PRIORITY
             safety = start_unix - time.time() + scenario.duration_s + SAFETY_S

@@ -51,7 +51,7 @@ def test_shipped_scenario_expectations_hold(name, tmp_path):
         results = run_scenario(scenario, tmp_path / f"out{attempt}", progress=False)
         assert results["partial"] is False and results["errors"] == [], results["errors"]
         for png in ("queue_depth.png", "flow_rates.png", "pauses.png", "ecn_cnp.png",
-                    "utilisation.png"):
+                    "utilisation.png", "buffer.png"):
             assert (tmp_path / f"out{attempt}" / png).stat().st_size > 10_000, png
         _check_captures(results, tmp_path / f"out{attempt}")
         check_invariants(results)

@@ -7,6 +7,7 @@ import csv
 
 import pytest
 
+from emulator.measure.buffer_series import BUFFER_COLUMNS, GROUP_COLUMNS
 from emulator.measure.plots import pause_intervals, plot_run, queue_series, top_queues
 from emulator.run.qps import QpPlan
 from emulator.measure.results import QUEUES_COLUMNS, RATES_COLUMNS, write_series_csvs
@@ -26,7 +27,12 @@ def synthetic():
     series = {
         "leaf0": {"unix_offset_s": offset, "interval_s": 0.01, "queues": [
             {"port": 3, "priority": 3, "samples": samples},
-            {"port": 1, "priority": 0, "samples": [[START - offset + 0.05, 1, 200, False]]}]},
+            {"port": 1, "priority": 0, "samples": [[START - offset + 0.05, 1, 200, False]]}],
+            "buffer": [[START - offset + 0.01 * i, 900 * i, 100 * i, 1_000_000, 20_000]
+                       for i in range(10)],
+            "groups": [{"port": 2, "priority": 3,
+                        "samples": [[START - offset + 0.01 * i, 1000 * i, 100 * i, i >= 5]
+                                    for i in range(10)]}]},
         "leaf1": None,   # not read
     }
     stats = {"srv0": {"qps": [
@@ -55,15 +61,24 @@ def test_series_csvs(tmp_path):
     assert tuple(rates[0]) == RATES_COLUMNS
     assert rates[1:] == [["f0", "17", "0.0", "10000000000.0", "10000000000.0", "1.0"],
                          ["f0", "17", "0.1", "5000000000.0", "10000000000.0", "1.0"]]
+    buffer = read(tmp_path / "buffer.csv")
+    assert tuple(buffer[0]) == BUFFER_COLUMNS and len(buffer) == 11
+    assert buffer[1] == ["leaf0", "0.0", "0", "0", "1000000", "20000"]
+    assert buffer[10] == ["leaf0", "0.09", "8100", "900", "1000000", "20000"]
+    groups = read(tmp_path / "priority_groups.csv")
+    assert tuple(groups[0]) == GROUP_COLUMNS and len(groups) == 11
+    assert groups[6] == ["leaf0", "2", "3", "0.05", "5000", "500", "1"]
 
 
 def test_empty_inputs_still_write_headers_and_plots(tmp_path):
     write_series_csvs(tmp_path, {}, [], {}, START)
     assert read(tmp_path / "queues.csv") == [list(QUEUES_COLUMNS)]
     assert read(tmp_path / "rates.csv") == [list(RATES_COLUMNS)]
+    assert read(tmp_path / "buffer.csv") == [list(BUFFER_COLUMNS)]
+    assert read(tmp_path / "priority_groups.csv") == [list(GROUP_COLUMNS)]
     paths = plot_run(tmp_path, title="empty")
     assert [p.name for p in paths] == ["queue_depth.png", "flow_rates.png", "pauses.png",
-                                       "ecn_cnp.png"]
+                                       "ecn_cnp.png", "buffer.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     # no CSVs at all (a run interrupted early): plots that say so
     other = tmp_path / "none"
@@ -75,6 +90,7 @@ def test_plots_from_csvs(tmp_path):
     series, qps, stats = synthetic()
     write_series_csvs(tmp_path, series, qps, stats, START)
     paths = plot_run(tmp_path, title="synthetic", duration_s=0.2)
+    assert "buffer.png" in [p.name for p in paths]
     for p in paths:
         assert p.exists() and p.stat().st_size > 5000
 

@@ -99,6 +99,41 @@ def test_ring_keeps_only_the_window_and_interval_is_settable():
         series.set_interval(0)
 
 
+def test_buffer_series_follows_the_pool_and_its_groups():
+    # Port 1 is lossless on priority 3 (XOFF 5 KB, XON 2 KB): at 1 ms, 10
+    # frames of 1000 B to a 1 Mb/s port (8 ms a frame); the first leaves at
+    # once, so the group holds 5 KB shared and 4 KB in headroom, and one
+    # more leaves every 8 ms from 9 ms to 73 ms (headroom empties first; XON when the
+    # shared part is down to 2 KB, at 57 ms). Samples every 10 ms: the empty
+    # one at 0, every busy one, the empty one at 80 ms, then nothing.
+    lossless = PortConfig(lossless_priorities=frozenset({3}), xoff_bytes=5_000,
+                          xon_bytes=2_000, headroom_bytes=50_000)
+    dp, clock, _ = make_dataplane({1: lossless, 2: PortConfig(rate_bps=1e6)})
+    dp.sample_queues(0.0)
+    clock.t = 0.001
+    for i in range(10):
+        dp.receive(1, ipv4_frame(2, 1000, priority=3, ident=i))
+    run_sampled(dp, clock, 0.2)
+    out = dp.queue_series()
+    shared, headroom = dp.buffer.shared_bytes, dp.buffer.headroom_bytes
+    assert headroom == 50_000 and shared > 0
+    times = [0.01 * k for k in range(9)]
+    held = [0, 8, 7, 6, 5, 3, 2, 1, 0]              # KB at each sample
+    in_headroom = [0, 3, 2, 1, 0, 0, 0, 0, 0]
+    pool = out["buffer"]
+    assert [s[0] for s in pool] == pytest.approx(times)
+    assert [s[1:] for s in pool] == [[1000 * (h - r), 1000 * r, shared, headroom]
+                                     for h, r in zip(held, in_headroom)]
+    groups = out["groups"]
+    assert [(g["port"], g["priority"]) for g in groups] == [(1, 3)]
+    rows = groups[0]["samples"]
+    assert [r[0] for r in rows] == pytest.approx(times)
+    assert [r[1:] for r in rows] == [[1000 * h, 1000 * r, 0.01 <= t < 0.06]
+                                     for t, h, r in zip(times, held, in_headroom)]
+    assert dp.queue_series(since=0.075)["buffer"] == pool[-1:]
+    assert dp.queue_series([2])["groups"] == []     # port 2 received nothing
+
+
 def test_query_by_port_rejects_unknown_ports():
     dp, _, _ = make_dataplane({1: FAST, 2: TEN_M})
     with pytest.raises(Exception, match="no port 9"):
@@ -119,6 +154,16 @@ def test_queue_control_series(control):  # noqa: F811
     assert q["port"] == 2 and q["priority"] == 0
     t, packets, nbytes, paused = q["samples"][0]
     assert packets > 0 and nbytes == 1000 * packets and paused is False
+    # the buffer's occupancy from the same samples: the pool, and port 1's
+    # ingress group (priority 0) holding what port 2's queue holds
+    full = client.get_queue_series()
+    assert full["buffer"] and full["groups"]
+    group = next(g for g in full["groups"] if g["port"] == 1)
+    assert group["priority"] == 0
+    queued = {s[0]: s[2] for s in full["queues"][0]["samples"]}
+    pool = {s[0]: s[1] + s[2] for s in full["buffer"]}
+    for t, held, in_headroom, xoff in group["samples"]:
+        assert held == queued.get(t, 0) == pool.get(t, 0) and not in_headroom and not xoff
     later = client.get_queue_series([2], since=q["samples"][-1][0])
     assert all(s[0] > q["samples"][-1][0] for r in later["queues"] for s in r["samples"])
     with pytest.raises(QueueControlError, match="interval_ms"):

@@ -166,11 +166,19 @@ def test_the_agents_see_only_emulated_values():
     assert (dcqcn["rate_ai_bps"], dcqcn["rate_timer_us"], dcqcn["cnp_interval_us"]) == (
         100e3, 220e3, 200e3)
     assert dcqcn["byte_counter_bytes"] == 10e6 and dcqcn["time_scale"] == 1.0
-    # the retransmission timeout covers a full queue and the 4 ms links, from the start
+    # the retransmission timeout covers a full queue at each of the 3 switches
+    # of a path, for the data and its ACK, and the 4 ms links, from the start.
+    # These flows are lossless: a leaf's egress queue may take XOFF (200 KB)
+    # and the headroom of its 4 other ports (2 x 100 Mb/s x 4 ms + 3 frames
+    # of 1098 B + a pause frame), emulated at 100 Mb/s
     transport = srv0["defaults"]["transport"]
-    assert transport["min_timeout_ms"] == min_timeout_ms(scenario) == pytest.approx(
-        2 * 2e6 * 8 / 100e6 * 1e3 + 12 * 4.0)
+    headroom = 2 * 100e6 * 4e-3 / 8 + 3 * (1082 + 16) + 64
+    lossless_ms = 4 * (200e3 + headroom) * 8 / 100e6 * 1e3
+    assert transport["min_timeout_ms"] == min_timeout_ms(scenario, flows) == pytest.approx(
+        2 * 3 * lossless_ms + 2 * 4 * 4.0, abs=1e-3)
     assert transport["timeout_ms"] == transport["min_timeout_ms"]
+    # with the lossy background flow, a lossy queue's static cap (2 MB) is larger
+    assert min_timeout_ms(scenario) == pytest.approx(2 * 3 * 2e6 * 8 / 100e6 * 1e3 + 32.0)
 
 
 def test_time_scale_one_and_repeated_emulation_change_nothing():

@@ -676,17 +676,20 @@ class DataPlane:
         return {"time_s": self.clock(), "ports": out, "behind": self.behind.to_dict()}
 
     def sample_queues(self, now: float | None = None) -> None:
-        """Record one queue-depth sample of every port (see :class:`QueueSeries`)."""
-        self.series.sample(self.clock() if now is None else now, self.ports)
+        """Record one queue-depth sample of every port, and the buffer's
+        occupancy (see :class:`QueueSeries`)."""
+        self.series.sample(self.clock() if now is None else now, self.ports, self.buffer)
 
     def queue_series(self, ports: Iterable[int] | None = None,
                      since: float | None = None) -> dict[str, Any]:
-        """The recorded queue series: ``{"time_s", "interval_s", "queues": [...]}``."""
+        """The recorded series: ``{"time_s", "interval_s", "queues": [...],
+        "buffer": [...], "groups": [...]}`` (see ``GetQueueSeries``)."""
         if ports is not None:
             for number in ports:
                 self.port(number)
+        pool, groups = self.series.buffer.query(ports, since)
         return {"time_s": self.clock(), "interval_s": self.series.interval_s,
-                "queues": self.series.query(ports, since)}
+                "queues": self.series.query(ports, since), "buffer": pool, "groups": groups}
 
     def reset_stats(self, ports: Iterable[int] | None = None) -> None:
         """Zero the counters of ``ports`` (all, and the switch's, by default);

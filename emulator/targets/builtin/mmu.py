@@ -3,7 +3,8 @@ shared by every port, admission per ingress priority group for lossless
 classes (PFC XOFF/XON and headroom) and per egress queue for lossy ones
 (dynamic thresholds). The data plane calls it on every frame it queues and
 every frame that leaves a queue; it owns the bytes, the data plane owns the
-frames and sends the pause frames this decides.
+frames and sends the pause frames this decides. :class:`BufferSeries`
+samples what it holds over time (with the queue series of :mod:`.tm`).
 
 The model (after SONiC's buffer pools and profiles on a Broadcom-class MMU):
 
@@ -52,6 +53,7 @@ quanta); HPCC's ns-3 switch reserves 3 × rate × delay.
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any, Iterable, Mapping
 
 NUM_PRIORITIES = 8
@@ -292,6 +294,94 @@ class SwitchBuffer:
                 "headroom_max_bytes": self.max_headroom_in_use,
                 "pool_configured_bytes": self.pool_bytes,
                 "alpha": list(self.alpha)}
+
+
+class BufferSeries:
+    """The buffer's occupancy over time: the switch's shared pool and
+    headroom in use, and the bytes each ingress (port, priority group)
+    holds. :meth:`sample` (called with the queue series, every sample
+    interval) reads what :class:`SwitchBuffer` and :class:`PgAccount` keep
+    anyway: no per-frame cost.
+
+    - ``pool``: ``(t, shared_used, headroom_used, shared_bytes,
+      headroom_bytes)`` while anything is held, with the empty samples just
+      before and after (so a line drawn from them rises from and falls to
+      zero). The capacities ride along because ``SetBuffer`` can change them.
+    - ``groups[(port, priority)]``: ``(t, bytes held, of them in headroom,
+      xoff_on)`` while the group holds bytes or has XOFF on, with the empty
+      samples just before and after.
+
+    Samples older than ``window_s`` behind the newest are dropped."""
+
+    __slots__ = ("window_s", "pool", "groups", "_pool_busy", "_active", "_last_t")
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self.pool: deque[tuple[float, int, int, int, int]] = deque()
+        self.groups: dict[tuple[int, int], deque[tuple[float, int, int, bool]]] = {}
+        self._pool_busy = False
+        self._active: set[tuple[int, int]] = set()   # groups busy at the previous sample
+        self._last_t: float | None = None              # time of the previous sample
+
+    def sample(self, now: float, buffer: SwitchBuffer, ports: Mapping[int, Any]) -> None:
+        horizon = now - self.window_s
+        busy = bool(buffer.used or buffer.headroom_in_use)
+        last_t = self._last_t
+        self._last_t = now
+        if busy or self._pool_busy:
+            pool = self.pool
+            if not self._pool_busy and last_t is not None:
+                pool.append((last_t, 0, 0, buffer.shared_bytes, buffer.headroom_bytes))
+            pool.append((now, buffer.used, buffer.headroom_in_use, buffer.shared_bytes,
+                         buffer.headroom_bytes))
+            while pool[0][0] < horizon:
+                pool.popleft()
+        self._pool_busy = busy
+        previous = self._active
+        active: set[tuple[int, int]] = set()
+        groups = self.groups
+        for number, ps in ports.items():
+            acc = ps.pg
+            if not (acc.xoff_on or any(acc.shared) or any(acc.headroom_used)):
+                if not previous:
+                    continue
+                held_any = False
+            else:
+                held_any = True
+            for prio in range(NUM_PRIORITIES):
+                key = (number, prio)
+                hr = acc.headroom_used[prio]
+                held = acc.shared[prio] + hr
+                xoff = bool(acc.xoff_on >> prio & 1)
+                was_busy = key in previous
+                if held_any and (held or xoff):
+                    active.add(key)
+                elif not was_busy:
+                    continue
+                ring = groups.get(key)
+                if ring is None:
+                    ring = groups[key] = deque()
+                if not was_busy and last_t is not None:
+                    ring.append((last_t, 0, 0, False))
+                ring.append((now, held, hr, xoff))
+                while ring[0][0] < horizon:
+                    ring.popleft()
+        self._active = active
+
+    def query(self, ports: Iterable[int] | None = None, since: float | None = None
+              ) -> tuple[list[list[Any]], list[dict[str, Any]]]:
+        """``(pool samples, [{"port", "priority", "samples"}])`` after ``since``
+        (groups of ``ports`` only, sorted)."""
+        pool = [list(s) for s in self.pool if since is None or s[0] > since]
+        wanted = None if ports is None else set(ports)
+        groups = []
+        for (number, prio), ring in sorted(self.groups.items()):
+            if wanted is not None and number not in wanted:
+                continue
+            rows = [list(s) for s in ring if since is None or s[0] > since]
+            if rows:
+                groups.append({"port": number, "priority": prio, "samples": rows})
+        return pool, groups
 
 
 def _alphas(value: Any, current: list[float]) -> list[float]:

@@ -54,9 +54,14 @@ counters are per port only: a frame has no priority before P4 gives it one.
 "queues": [{"port", "priority", "samples": [[t, depth_packets,
 depth_bytes, paused], ...]}, ...]}``: the queue-depth time series the switch
 samples every ``interval_s`` (default 10 ms, last 60 s kept; see
-:class:`~.tm.QueueSeries`), only queues that were busy. ``t`` and ``since``
-are on the switch's clock (``time_s`` is now on it); ``t + unix_offset_s``
-is Unix time.
+:class:`~.tm.QueueSeries`), only queues that were busy; and the buffer's
+occupancy from the same samples (:class:`~.mmu.BufferSeries`):
+``"buffer": [[t, shared_used_bytes, headroom_used_bytes, shared_bytes,
+headroom_bytes], ...]`` (the switch's pool, while anything was held) and
+``"groups": [{"port", "priority", "samples": [[t, pg_bytes,
+headroom_used_bytes, xoff_on], ...]}, ...]`` (each ingress priority group
+that held bytes). ``t`` and ``since`` are on the switch's clock
+(``time_s`` is now on it); ``t + unix_offset_s`` is Unix time.
 
 ``GetFidelity`` answers ``{"time_s", "unix_offset_s", "ports": [{"port",
 "name", "rate_bps", "frame_us", "late", "lag_given_up_s",

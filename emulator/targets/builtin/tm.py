@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from emulator.targets.builtin.mmu import BufferSeries, SwitchBuffer
+
 
 class QueueCounters:
     """Counters of one (port, priority) queue; see the module docstring."""
@@ -140,9 +142,11 @@ class QueueSeries:
     at the previous sample (so a queue that drains gets one last sample
     showing it empty). It reads
     counters the data plane keeps anyway: no per-packet cost. Samples older
-    than ``window_s`` behind the newest are dropped."""
+    than ``window_s`` behind the newest are dropped. Given the switch's
+    buffer, the same sample records its occupancy in ``buffer``
+    (:class:`~.mmu.BufferSeries`)."""
 
-    __slots__ = ("interval_s", "window_s", "next_t", "series", "_seen")
+    __slots__ = ("interval_s", "window_s", "next_t", "series", "_seen", "buffer")
 
     def __init__(self, interval_s: float = SAMPLE_INTERVAL_S,
                  window_s: float = SERIES_WINDOW_S) -> None:
@@ -152,6 +156,7 @@ class QueueSeries:
         self.series: dict[tuple[int, int], deque[tuple[float, int, int, bool]]] = {}
         # (port, priority) -> (received, paused_s, busy) at the previous sample
         self._seen: dict[tuple[int, int], tuple[int, float]] = {}
+        self.buffer = BufferSeries(window_s)
 
     def set_interval(self, interval_s: float) -> None:
         if not isinstance(interval_s, (int, float)) or isinstance(interval_s, bool) \
@@ -163,8 +168,11 @@ class QueueSeries:
     def due(self, now: float) -> bool:
         return now >= self.next_t
 
-    def sample(self, now: float, ports: Any) -> None:
-        """Record one sample of ``ports`` (``{number: PortState}``) at ``now``."""
+    def sample(self, now: float, ports: Any, buffer: SwitchBuffer | None = None) -> None:
+        """Record one sample of ``ports`` (``{number: PortState}``) at ``now``,
+        and of ``buffer`` and the ports' ingress groups when given."""
+        if buffer is not None:
+            self.buffer.sample(now, buffer, ports)
         next_t = self.next_t + self.interval_s
         self.next_t = next_t if next_t > now else now + self.interval_s
         seen = self._seen

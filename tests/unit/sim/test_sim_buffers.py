@@ -9,19 +9,19 @@ The 128-host k = 8 permutation of the issue takes minutes on 2 cores; it is
 
 from __future__ import annotations
 
+import csv
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from emulator.scenario.htsim import ConnectionMatrixError, flows_from_cm
 from emulator.scenario.loader import scenario_from_dict
 from emulator.run.sim import run_sim
 from emulator.scenario.spec import SwitchOverride
 from emulator.scenario.units import Threshold
 from tests.unit.sim.sim_kit import (
-    fat_tree_permutation, fct_summary, permutation_cm, run, scenario, topology,
+    fat_tree_permutation, fct_summary, run, scenario, topology,
 )
 
 FT4 = {"name": "ft4", "kind": "fat-tree", "k": 4,
@@ -52,21 +52,6 @@ def test_fat_tree_permutation_is_lossless(tmp_path: Path, dcqcn: bool) -> None:
     for name, ports in results["switches"].items():
         buffer = ports["_buffer"]
         assert buffer["shared_used_bytes"] == 0 and buffer["headroom_used_bytes"] == 0, name
-
-
-def test_cm_converter_reads_htsim_lines() -> None:
-    gpus = [f"srv{i}/gpu0" for i in range(4)]
-    text = "Nodes 4\nConnections 2\n0->3 id 7 start 5 size 2000000\n2->1 start 0 size 100\n"
-    flows = flows_from_cm(text, gpus)
-    assert flows == [{"id": "cm-7", "src": "srv0/gpu0", "dst": "srv3/gpu0", "size": 2_000_000,
-                      "start": "5000ns"},
-                     {"id": "cm-2", "src": "srv2/gpu0", "dst": "srv1/gpu0", "size": 100,
-                      "start": "0ns"}]
-    assert len(flows_from_cm(permutation_cm(16, 10, 3), [f"g{i}" for i in range(16)])) == 16
-    with pytest.raises(ConnectionMatrixError, match="<cm>:3: host 9 is not below 4"):
-        flows_from_cm("Nodes 4\nConnections 1\n0->9 start 0 size 1\n", gpus)
-    with pytest.raises(ConnectionMatrixError, match="Connections 2 but has 1"):
-        flows_from_cm("Nodes 4\nConnections 2\n0->1 start 0 size 1\n", gpus)
 
 
 def _incast(victim_only: bool, pfc: bool = True, **switches: Any) -> dict[str, Any]:
@@ -108,6 +93,55 @@ def test_incast_through_two_tiers_pauses_hop_by_hop_and_blocks_the_victim(tmp_pa
           f"{fct['victim'] * 1e6:.1f} us")
     assert victim_alone < 120e-6
     assert fct["victim"] > 3 * victim_alone
+    _check_buffer_series(tmp_path / "incast", results, tiers)
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _check_buffer_series(out: Path, results: dict[str, Any], tiers: dict[str, int]) -> None:
+    """buffer.csv, priority_groups.csv and queues.csv sample the same
+    instants of the same bytes: at every sample of a switch, its pool in
+    use (shared + headroom) = the bytes its ingress groups hold = the
+    bytes its egress queues hold, headroom in use = the groups' headroom
+    bytes; no sample exceeds the high-water marks of results.json; the
+    series of each switch ends empty; headroom was used in every tier
+    that paused."""
+    pool: dict[tuple[str, float], tuple[int, int]] = {}
+    for r in _csv(out / "buffer.csv"):
+        pool[r["switch"], float(r["t_s"])] = (int(r["shared_used_bytes"]),
+                                             int(r["headroom_used_bytes"]))
+        assert int(r["shared_used_bytes"]) <= int(r["shared_bytes"])
+    groups: dict[tuple[str, float], list[int]] = {}
+    for r in _csv(out / "priority_groups.csv"):
+        slot = groups.setdefault((r["switch"], float(r["t_s"])), [0, 0])
+        slot[0] += int(r["pg_bytes"])
+        slot[1] += int(r["headroom_used_bytes"])
+        held = results["switches"][r["switch"]][r["port"]][r["priority"]]
+        assert int(r["pg_bytes"]) <= held["pg_max_bytes"]
+        assert int(r["headroom_used_bytes"]) <= held["headroom_max_bytes"]
+    queued: dict[tuple[str, float], int] = {}
+    for r in _csv(out / "queues.csv"):
+        key = (r["switch"], float(r["t_s"]))
+        queued[key] = queued.get(key, 0) + int(r["depth_bytes"])
+    assert pool and len(pool) >= 10 * len(results["switches"]) // 2
+    for key, (shared, headroom) in pool.items():
+        assert groups.get(key, [0, 0]) == [shared + headroom, headroom], key
+        assert queued.get(key, 0) == shared + headroom, key
+    for key in groups:
+        assert key in pool, key     # a group holds bytes only while the pool does
+    peak: dict[str, list[int]] = {}
+    for (name, t), (shared, headroom) in sorted(pool.items(), key=lambda kv: kv[0][1]):
+        slot = peak.setdefault(name, [0, 0, -1])
+        slot[0], slot[1] = max(slot[0], shared), max(slot[1], headroom)
+        slot[2] = shared + headroom   # the last sample
+        buffer = results["switches"][name]["_buffer"]
+        assert shared <= buffer["shared_max_bytes"] and headroom <= buffer["headroom_max_bytes"]
+    assert all(last == 0 for _, _, last in peak.values()), peak
+    for prefix in tiers:
+        assert any(p[1] > 0 for name, p in peak.items() if name.startswith(prefix)), prefix
 
 
 def test_lossy_class_stops_at_its_dynamic_threshold(tmp_path: Path) -> None:
@@ -166,3 +200,47 @@ def test_headroom_below_the_cable_overflows_and_the_computed_one_holds(tmp_path:
     print(f"\nheadroom peak with the computed headroom {slot['headroom_max_bytes']} B; "
           f"forced to 100 KB: drops {reasons}")
     assert reasons.get("headroom_overflow", 0) > 0 and "tail" not in reasons
+
+
+def _paced_victim_behind_an_incast(senders: int = 14) -> dict[str, Any]:
+    # One leaf, 100 Mb/s. The victim (10 Mb/s, 60 KB) has its RTT samples
+    # from an empty queue (its timeout at the 20 ms floor) when, at 20 ms,
+    # 14 senders of 200 KB each fill the lossless queue to the receiver to
+    # about 14 x XOFF (60 KB): ~70 ms of drain ahead of the victim's next
+    # ACK request. The static cap of lossy queues (20 KB) says nothing of it.
+    topo = topology(senders + 2, 1, rate="100Mbps", delay="5us", per_leaf=senders + 2)
+    rx = f"srv{senders + 1}/gpu0"
+    flows = [{"id": "victim", "src": "srv0/gpu0", "dst": rx, "size": 60_000, "rate": "10Mbps"}]
+    flows += [{"id": f"in{i}", "src": f"srv{i}/gpu0", "dst": rx, "size": 200_000,
+               "start": "20ms"} for i in range(1, senders + 1)]
+    return scenario("paced-victim", topo, {"flows": flows}, duration="2s",
+                    switches={"buffer": "20KB", **NO_ECN,
+                              "pfc": {"enabled": True, "xoff": "60KB", "xon": "30KB"}},
+                    hosts={"dcqcn": {"enabled": False}})
+
+
+def test_no_spurious_timeout_behind_a_full_lossless_queue(tmp_path: Path, monkeypatch) -> None:
+    """The agents' timeout floor covers the drain of the fullest lossless
+    queue (emulator/run/agent_config.py, min_timeout_ms): the victim waits
+    ~70 ms for its ACK and does not time out; with the floor the old rule
+    gave (from the 20 KB lossy cap: 20 ms) it times out and goes back N
+    while nothing was lost."""
+    import emulator.run.agent_config as agent_config
+
+    data = _paced_victim_behind_an_incast()
+    floor_ms = agent_config.min_timeout_ms(scenario_from_dict(data, "<t>"))
+    good = run(data, tmp_path / "floor")
+    receiver_port = str(scenario_from_dict(data, "<t>").topology.gpu("srv15/gpu0").switch_port)
+    queue = good["switches"]["leaf-r0-0"][receiver_port]["3"]["max_qdepth"]["bytes"]
+    drain_ms = queue * 8 / 100e6 * 1e3
+    victim = {f["id"]: f for f in good["flows"]}["victim"]
+    monkeypatch.setattr(agent_config, "min_timeout_ms", lambda *a, **k: 20.0)
+    old = run(data, tmp_path / "old")
+    old_victim = {f["id"]: f for f in old["flows"]}["victim"]
+    print(f"\nqueue peak {queue} B ({drain_ms:.1f} ms to drain), floor {floor_ms} ms: victim "
+          f"retransmits {victim['retransmits']}, FCT {victim['fct_s'] * 1e3:.1f} ms; with a "
+          f"20 ms floor: {old_victim['retransmits']}, {old_victim['fct_s'] * 1e3:.1f} ms")
+    assert good["totals"]["drops"] == old["totals"]["drops"] == 0
+    assert drain_ms > 50 and floor_ms > 2 * drain_ms
+    assert good["totals"]["retransmits"] == 0 and good["totals"]["flows_incomplete"] == 0
+    assert old_victim["retransmits"] > 0      # spurious: nothing was dropped

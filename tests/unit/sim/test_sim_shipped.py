@@ -33,7 +33,7 @@ def test_shipped_scenario_holds_on_sim(name: str, tmp_path: Path) -> None:
     assert not failed, f"{name} on sim: {failed}; totals {results['totals']}"
     assert len(results["checks"]) == len(scenario.expect_checks)
     for png in ("queue_depth.png", "flow_rates.png", "pauses.png", "ecn_cnp.png",
-                "utilisation.png"):
+                "utilisation.png", "buffer.png"):
         assert (tmp_path / png).stat().st_size > 10_000, png
     kinds = set()
     for point, capture in (results.get("captures") or {}).items():
