@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 BUFFER_COLUMNS = ("switch", "t_s", "shared_used_bytes", "headroom_used_bytes",
                   "shared_bytes", "headroom_bytes")
@@ -44,14 +44,20 @@ def _digits(start_unix: float) -> int:
     return 9 if abs(start_unix) < 1e6 else 6
 
 
+def _answers(series: Mapping[str, Mapping[str, Any] | None], start_unix: float
+             ) -> Iterator[tuple[str, Mapping[str, Any], float]]:
+    """(switch, its answer, seconds from its clock to the run's start), by name."""
+    for name in sorted(series):
+        answer = series[name] or {}
+        yield name, answer, answer.get("unix_offset_s", 0.0) - start_unix
+
+
 def buffer_rows(series: Mapping[str, Mapping[str, Any] | None],
                 start_unix: float) -> list[tuple]:
     """Rows of ``buffer.csv`` from ``{switch: GetQueueSeries answer}``."""
     rows = []
     digits = _digits(start_unix)
-    for name in sorted(series):
-        answer = series[name] or {}
-        offset = answer.get("unix_offset_s", 0.0) - start_unix
+    for name, answer, offset in _answers(series, start_unix):
         for t, used, hr_used, shared, headroom in answer.get("buffer") or ():
             rows.append((name, round(t + offset, digits), used, hr_used, shared, headroom))
     return rows
@@ -62,9 +68,7 @@ def group_rows(series: Mapping[str, Mapping[str, Any] | None],
     """Rows of ``priority_groups.csv`` from ``{switch: GetQueueSeries answer}``."""
     rows = []
     digits = _digits(start_unix)
-    for name in sorted(series):
-        answer = series[name] or {}
-        offset = answer.get("unix_offset_s", 0.0) - start_unix
+    for name, answer, offset in _answers(series, start_unix):
         for group in answer.get("groups") or ():
             for t, held, hr_used, xoff in group["samples"]:
                 rows.append((name, group["port"], group["priority"], round(t + offset, digits),
