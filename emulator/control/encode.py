@@ -59,6 +59,10 @@ class Encoder:
         entity = p4runtime_pb2.Entity()
         te = entity.table_entry
         te.table_id = table.id
+        if e.default:
+            te.is_default_action = True
+            self._action(te.action.action, e.action, e.params)
+            return entity
         fields = {f.name: f for f in table.match_fields}
         for name, value in e.match:
             f = fields.get(name)
@@ -138,8 +142,9 @@ class Encoder:
         entities.extend(self.member(m) for m in plan.members)
         entities.extend(self.group(g) for g in plan.groups)
         entities.extend(self.clone_session(s) for s in plan.clone_sessions)
-        entities.extend(self.table_entry(e) for e in plan.entries)
-        return [_update(INSERT, e) for e in entities]
+        entities.extend(self.table_entry(e) for e in plan.entries if not e.default)
+        defaults = [self.table_entry(e) for e in plan.entries if e.default]
+        return [_update(INSERT, e) for e in entities] + [_update(MODIFY, e) for e in defaults]
 
     def counter_read(self, name: str) -> p4runtime_pb2.Entity:
         entity = p4runtime_pb2.Entity()

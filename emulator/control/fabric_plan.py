@@ -33,6 +33,8 @@ from emulator.topology import Topology, routing_plan
 CLASSIFY = "FabricIngress.classify"
 SET_PRIORITY = "FabricIngress.set_priority"
 ROUTES = "FabricIngress.routes"
+ECMP_HASH = "FabricIngress.ecmp_hash"
+SET_HASH_OFFSET = "FabricIngress.set_hash_offset"
 SET_NEXTHOP = "FabricIngress.set_nexthop"
 ECMP_PROFILE = "FabricIngress.ecmp_selector"
 PFC_INGRESS = "FabricIngress.pfc_ingress"
@@ -51,6 +53,8 @@ MAX_QUANTA = 0xFFFF
 # How late a live peer (a Python NIC agent or switch loop) may act on a
 # pause frame: the headroom a live fabric computes allows for it.
 LIVE_RESPONSE_NS = 5_000_000
+# ECMP hash offsets of tiers 1, 2, 3, ... (ecmp_hash_offset).
+HASH_OFFSETS_BY_TIER = (0, 8, 16, 4, 12)
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,9 @@ class TableEntry:
     priority: int = 0
     member: int | None = None
     group: int | None = None
+    # The table's default entry (no match): written with MODIFY, as
+    # P4Runtime changes a default action (§9.1.5).
+    default: bool = False
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,14 @@ def port_headroom_bytes(settings: FabricSettings, pfc: PfcSettings, rate_bps: in
                                                 response_s=settings.response_ns * 1e-9)
 
 
+def ecmp_hash_offset(tier: int) -> int:
+    """The ECMP hash offset (bits into fabric.p4's CRC-32 of the 5-tuple)
+    of a switch at ``tier`` (1 = leaf): 0, 8, 16, then 4, 12 and again,
+    so two tiers a flow crosses one after the other never select on the
+    same bits (see ingress.p4's ``ecmp_hash``)."""
+    return HASH_OFFSETS_BY_TIER[(tier - 1) % len(HASH_OFFSETS_BY_TIER)]
+
+
 def classification_entries(settings: FabricSettings) -> list[TableEntry]:
     """CNPs (BTH opcode 0x81, or their DSCP) on the CNP priority; RoCE DSCP
     on the lossless RoCE priority."""
@@ -229,6 +244,8 @@ def plan_fabric(topology: Topology, settings: FabricSettings | None = None) -> d
     for switch in topology.switches:
         plan = SwitchPlan(switch.name)
         plan.entries.extend(classification_entries(settings))
+        plan.entries.append(TableEntry(ECMP_HASH, (), SET_HASH_OFFSET, (
+            ("offset", ecmp_hash_offset(switch.tier)),), default=True))
         for port in switch.ports:
             plan.entries.append(TableEntry(PORT_MAC, (("standard_metadata.egress_port", port.number),),
                                            SET_PORT_MAC, (("mac", mac_int(port.mac)),)))

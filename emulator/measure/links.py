@@ -23,9 +23,11 @@ results.json; :func:`write_links_csv` writes ``links.csv``.
   was busy in that direction, 0 for a zero-length run. It is not clipped:
   traffic counted just outside the window can take it slightly above 1.
 
-``ecmp``: for every leaf (leaf, ToR or edge switch) with uplinks::
+``ecmp``: for every switch with uplinks (leaf, ToR or edge switch, and a
+fat-tree's aggregation switches, whose ECMP over the cores is where a hash
+shared by every tier polarizes)::
 
-    {leaf: {"uplinks": {"<upper switch>:<its port>": bytes leaf → upper},
+    {switch: {"uplinks": {"<upper switch>:<its port>": bytes leaf → upper},
             "imbalance": max / mean over the uplinks, or None}}
 
 An uplink is named by its far end, as capture points name switch ports.
@@ -48,7 +50,7 @@ Invariants (:func:`link_invariant_problem`, checked by
   upper end, agg → core) equal ``totals.spine_bytes``, the bytes
   transmitted by switches above tier 1. In a two-tier fabric: the bytes the
   spines sent down the leaves' uplinks add up to ``spine_bytes``;
-- a leaf's ``ecmp`` uplink bytes add up to the ``bytes_ab`` of its fabric
+- a switch's ``ecmp`` uplink bytes add up to the ``bytes_ab`` of its fabric
   links;
 - ``totals.max_link_util`` is the largest ``util_ab``/``util_ba``.
 """
@@ -119,11 +121,12 @@ def imbalance(values: Iterable[int]) -> float | None:
 
 
 def ecmp_results(topology: Topology, links: list[dict[str, Any]]) -> dict[str, Any]:
-    """``ecmp`` of results.json from the ``links`` entries."""
-    leaves = {leaf.name for leaf in topology.leaves}
+    """``ecmp`` of results.json from the ``links`` entries: every switch
+    with uplinks (leaves, and a fat-tree's aggregation switches), the bytes
+    it sent up each of them."""
     out: dict[str, Any] = {}
     for row in links:
-        if row["kind"] == "fabric" and row["a"] in leaves:
+        if row["kind"] == "fabric":
             uplinks = out.setdefault(row["a"], {"uplinks": {}})["uplinks"]
             uplinks[f"{row['b']}:{row['b_port']}"] = row["bytes_ab"]
     for entry in out.values():

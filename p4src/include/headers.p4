@@ -163,7 +163,9 @@ struct headers_t {
 struct metadata_t {
     bit<16> l4_src_port;
     bit<16> l4_dst_port;
-    bit<32> flow_dst;           /* dst_addr again, as a selector input */
+    bit<32> flow_hash;          /* CRC-32 of the 5-tuple */
+    bit<8> hash_offset;         /* this switch's ECMP hash offset, in bits */
+    bit<16> ecmp_key;           /* the 16 bits of flow_hash ECMP selects on */
     bit<32> port_prio;          /* ingress_port * 8 + priority */
     bit<1> lossless;            /* PFC accounting applies to this packet */
     bit<1> pause_sent;

@@ -50,18 +50,31 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
-    /* ECMP: one member per next hop; the hash covers the 5-tuple, the
-     * RoCE UDP source port included, so queue pairs spread over spines. */
+    /* ECMP: one member per next hop. Every switch hashes the 5-tuple
+     * (the RoCE UDP source port included, so queue pairs spread over
+     * spines) with CRC-32 and selects on the 16 bits that start at its own
+     * hash offset. Switches of successive tiers are given different offsets
+     * (as SAI's ECMP hash offset is set per tier): with one hash everywhere,
+     * the flows a leaf sent to one spine would all share the same hash bits
+     * there too and the next tier could use only one of its uplinks (hash
+     * polarization). */
+    action set_hash_offset(bit<8> offset) {
+        meta.hash_offset = offset;
+    }
+
+    table ecmp_hash {
+        key = { }
+        actions = { set_hash_offset; }
+        default_action = set_hash_offset(0);
+        size = 1;
+    }
+
     action_selector(HashAlgorithm.crc16, 32w4096, 32w16) ecmp_selector;
 
     table routes {
         key = {
             hdr.ipv4.dst_addr: lpm;
-            hdr.ipv4.src_addr: selector;
-            meta.flow_dst: selector;
-            hdr.ipv4.protocol: selector;
-            meta.l4_src_port: selector;
-            meta.l4_dst_port: selector;
+            meta.ecmp_key: selector;
         }
         actions = { set_nexthop; NoAction; }
         implementation = ecmp_selector;
@@ -118,7 +131,10 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
             drop();
             exit;
         }
-        meta.flow_dst = hdr.ipv4.dst_addr;
+        ecmp_hash.apply();
+        hash(meta.flow_hash, HashAlgorithm.crc32, 32w0, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+            hdr.ipv4.protocol, meta.l4_src_port, meta.l4_dst_port }, 64w0x100000000);
+        meta.ecmp_key = (bit<16>)(meta.flow_hash >> meta.hash_offset);
         if (!routes.apply().hit) {
             drop_counter.count(meta.port_prio);
             drop();

@@ -121,8 +121,10 @@ def test_fat_tree_upper_bytes_count_agg_to_core():
     links, ecmp, _ = link_metrics(t, switches, {}, 1.0)
     # agg -> edge 10, agg -> core 100, core -> agg 1000; the edge's 7 are tier 1
     assert upper_sent_bytes(links) == 1110
-    assert set(ecmp) == {leaf.name for leaf in t.leaves}  # edge switches, not aggs
+    # every switch with uplinks: the edges and the aggregation switches
+    assert set(ecmp) == {s.name for s in t.switches if s.tier < 3}
     assert ecmp["edge-p0-0"]["uplinks"] == {"agg-p0-0:1": 7, "agg-p0-1:1": 0}
+    assert ecmp["agg-p0-0"]["uplinks"] == {"core0:1": 100, "core1:1": 0}
 
 
 def test_zero_duration_gives_zero_utilisation():

@@ -22,6 +22,9 @@ def program_pipeline(pipe: V1ModelPipeline, plan: SwitchPlan) -> None:
         pipe.profiles[g.profile].set_group(g.group_id, list(g.members))
     for e in plan.entries:
         table = pipe.table(e.table)
+        if e.default:
+            table.set_default(table.make_entry(e.action, [v for _, v in e.params], hit=False))
+            continue
         given = dict(e.match)
         match = []
         for key in table.keys:

@@ -53,7 +53,7 @@ def everything_scenario() -> dict:
     """Cross-pod flows on a k=4 fat-tree with every kind of event and both
     kinds of capture, PFC and DCQCN on: what the ranks must agree on."""
     return {
-        "name": "ranks", "target": "sim", "seed": 7, "duration": "3ms",
+        "name": "ranks", "target": "sim", "seed": 7, "duration": "5ms",
         "topology": FAT_TREE,
         "switches": {"pfc": {"enabled": True}, "ecn": {"kmin": "20KB", "kmax": "80KB"}},
         "hosts": {"dcqcn": {"enabled": True}},
