@@ -6,7 +6,8 @@ One row per bundle of links between two blocks (:mod:`emulator.topology.aggregat
 servers to a pod's edge, a rail's leaves to the spines, ...), rows grouped by
 tier bottom up (host links first) and by pod or rail inside a tier; one cell
 per member link, in topology order, coloured by its utilisation over the run
-(the busier direction, on the same 0..100 % scale as ``utilisation.png``);
+(the busier direction, on the same 0..100 % scale as ``utilisation.png``;
+idle links grey);
 right of each row its busiest and mean member. A bundle of more than
 :data:`MAX_COLUMNS` links takes several rows. A row with one hot cell is
 an ECMP collision; a whole hot row is a hot pod or rail. The counters give
@@ -23,9 +24,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from emulator.topology.aggregate import Aggregation
-from emulator.topology.draw_style import DPI, MUTED_COLOUR, TEXT_COLOUR, value_colours
+from emulator.topology.draw_style import (
+    DPI, IDLE_LINK_COLOUR, MUTED_COLOUR, TEXT_COLOUR, value_colours,
+)
 
 MAX_COLUMNS = 64
+IDLE = -1.0  # a link that carried nothing: grey, apart from a barely used one
 CELL_WIDTH_IN = 0.16
 CELL_HEIGHT_IN = 0.16
 MIN_CELL_HEIGHT_IN = 0.1  # rows shrink to this before the picture grows past MAX_GRID_HEIGHT_IN
@@ -68,8 +72,8 @@ def draw_heatmap(agg: Aggregation, values: Mapping[tuple[str, int], float],
                             grid_w / width, grid_h / height))
     grid = np.full((len(rows), columns), np.nan)
     for i, (_, cells) in enumerate(rows):
-        grid[i, :len(cells)] = cells
-    cmap = value_colours().with_extremes(bad="white")
+        grid[i, :len(cells)] = [c if c > 0 else IDLE for c in cells]
+    cmap = value_colours().with_extremes(bad="white", under=IDLE_LINK_COLOUR)
     image = axes.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0.0, vmax=1.0,
                         aspect="auto", interpolation="nearest", origin="upper")
     font = min(6.5, cell_h * 72 * 0.8)

@@ -84,6 +84,14 @@ def row_names(topology: Topology) -> tuple[str, ...]:
             "spines")
 
 
+def _pods(pod: int, chunk: int, pods: int) -> str:
+    """'pod 3', or 'pods 2–3' where neighbouring pods share a block."""
+    if chunk == 1:
+        return f"pod {pod}"
+    first = pod // chunk * chunk
+    return f"pods {_span(first, min(first + chunk, pods) - 1)}"
+
+
 def _server(topology: Topology, node: str) -> Server | None:
     """The server called ``node`` (``srv{s}``), or None for a switch."""
     if node.startswith("srv") and node[3:].isdigit() and int(node[3:]) < len(topology.servers):
@@ -96,13 +104,16 @@ def group_of(topology: Topology, node: str) -> GroupKey:
     spec = topology.spec
     server = _server(topology, node)
     if topology.kind == "fat-tree":
+        chunk = _chunk(spec.k or 2)
         if server is not None:
-            return GroupKey(0, server.pod or 0, f"pod {server.pod} servers")
+            pod = server.pod or 0
+            return GroupKey(0, pod // chunk, f"{_pods(pod, chunk, spec.k or 2)} servers")
         switch = topology.switch(node)
         if switch.role == "core":
             return GroupKey(3, 0, "core")
-        return GroupKey(switch.tier, switch.pod or 0,
-                        f"pod {switch.pod} {'edge' if switch.role == 'edge' else 'agg'}")
+        pod = switch.pod or 0
+        return GroupKey(switch.tier, pod // chunk, f"{_pods(pod, chunk, spec.k or 2)} "
+                        f"{'edge' if switch.role == 'edge' else 'agg'}")
     leaves_per_rail = math.ceil(spec.servers / spec.servers_per_leaf)
     chunk = _chunk(leaves_per_rail)
     if server is not None:

@@ -36,7 +36,7 @@ from emulator.topology.model import Topology
 
 BLOCK_WIDTH_IN = 1.25
 BLOCK_HEIGHT_IN = 0.52
-BLOCK_PITCH_IN = 1.55
+BLOCK_PITCH_IN = 1.45
 MIN_WIDTH_IN = 7.0  # room for the title
 HOST_GAP_IN = 1.9  # servers to the first switch row, box centre to box centre
 FABRIC_GAP_IN = 1.45

@@ -86,6 +86,14 @@ def test_pause_timeline_rows_and_totals(tmp_path, figures):
                       "host NIC priority paused (exact)"]
 
 
+def test_pauses_shorter_than_a_millisecond_keep_their_figure(tmp_path, figures):
+    # a 128-host sim run pauses for tens of microseconds: "0 ms" said nothing
+    rows = [{"kind": "switch", "node": "agg-p0-0", "port": "5", "priority": "3",
+             "start_s": "0.0001", "end_s": "0.000142"}]
+    cp.plot_pauses(rows, tmp_path / "pauses.png", duration_s=0.02)
+    assert "42 µs, 1 pause" in texts(figures[0])
+
+
 def test_no_pause_says_so(tmp_path, figures):
     cp.plot_pauses([], tmp_path / "pauses.png", duration_s=2.0)
     assert "no PFC pause in this run" in texts(figures[0])
