@@ -32,7 +32,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
-from emulator.topology.layout import SERVER_HEIGHT_IN, Box, layout_topology
 from emulator.topology.aggregate import aggregated
 from emulator.topology.draw_blocks import draw_blocks
 from emulator.topology.draw_style import (
@@ -41,6 +40,7 @@ from emulator.topology.draw_style import (
     RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
     free_spot, rail_colours, title, value_colours,
 )
+from emulator.topology.layout import SERVER_HEIGHT_IN, Box, layout_topology
 from emulator.topology.model import Switch, Topology
 
 # Agg draws at most 2**16 pixels a side: 436 inches at 150 dpi.

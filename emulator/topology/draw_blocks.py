@@ -167,7 +167,8 @@ def draw_blocks(topology: Topology, path: str | PathLike[str],
             handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
             ncol=min(len(handles), LEGEND_COLUMNS), fontsize=7, frameon=False,
             handlelength=1.2, columnspacing=1.2,
-            title="leaf colour = rail" + ("" if values else ", host bundles in their rail's colour"),
+            title="leaf colour = rail"
+            + ("" if values else ", host bundles in their rail's colour"),
             title_fontsize=7)
         legend.get_title().set_color(MUTED_COLOUR)
     figure.text(0.5, 1 - 0.12 / figure_height, heading, ha="center", va="top", fontsize=9,

@@ -29,7 +29,8 @@ def fat_tree(k: int):
                                "gpus_per_server": 1, "host_link": LINK, "fabric_link": LINK})
 
 
-def rail(servers: int, gpus: int = 8, per_leaf: int = 16, spines: int = 8, kind: str = "rail-optimized"):
+def rail(servers: int, gpus: int = 8, per_leaf: int = 16, spines: int = 8,
+         kind: str = "rail-optimized"):
     return topology_from_dict({"name": f"{kind}-{servers}", "kind": kind, "servers": servers,
                                "gpus_per_server": gpus, "servers_per_leaf": per_leaf,
                                "spines": spines, "host_link": LINK, "fabric_link": LINK})
@@ -115,7 +116,8 @@ def test_block_pictures_stay_bounded_and_labels_keep_their_size(tmp_path):
             out = tmp_path / f"{t.name}-{name}.png"
             draw_topology(t, out, v)
             height, width = imread(out).shape[:2]
-            assert width <= MAX_BLOCKS_PX[0] and height <= MAX_BLOCKS_PX[1], (t.name, width, height)
+            assert width <= MAX_BLOCKS_PX[0] and height <= MAX_BLOCKS_PX[1], (t.name, width,
+                                                                              height)
     assert DPI == 150  # block labels are 6..7.5 pt: 12..16 px high at 100 % zoom
 
 
