@@ -4,7 +4,8 @@
   ``--json`` prints the counts as one JSON object.
 - ``topo paths FILE SRC DST [--json]``: every equal-cost path between two GPU
   NICs (``srv0/gpu1``), as the switches crossed.
-- ``topo draw FILE -o OUT.png``: a picture of the fabric.
+- ``topo draw FILE -o OUT.png [--aggregate auto|on|off]``: a picture of the
+  fabric; big fabrics as blocks (pods, rails, leaf groups) and link bundles.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from emulator.topology import TopologyError, counts, load_topology, paths
+from emulator.topology.aggregate import AGGREGATE_MODES, AGGREGATE_NODES
 from emulator.topology.units import format_delay, format_rate
 
 
@@ -42,6 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     draw.add_argument("file", metavar="FILE", help="topology file (YAML)")
     draw.add_argument("-o", "--output", metavar="OUT", required=True,
                       help="image file to write, e.g. results/topology.png")
+    draw.add_argument("--aggregate", choices=AGGREGATE_MODES, default="auto",
+                      help="draw pods, rails and leaf groups as blocks joined by link bundles "
+                      f"(on), every node (off), or blocks above {AGGREGATE_NODES} servers and "
+                      "switches (auto, the default)")
     draw.set_defaults(func=_draw)
 
 
@@ -98,7 +104,7 @@ def _draw(args: argparse.Namespace) -> int:
     if not output.parent.is_dir():
         raise TopologyError(f"{output}: directory {output.parent} does not exist")
     try:
-        draw_topology(topology, output)
+        draw_topology(topology, output, aggregate=args.aggregate)
     except ValueError as exc:
         # matplotlib refuses unknown suffixes with a ValueError.
         raise TopologyError(f"{output}: cannot draw: {exc}") from None

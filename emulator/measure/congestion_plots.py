@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from emulator.measure.behind import shade_behind  # noqa: E402
+from emulator.measure.report import fmt_seconds  # noqa: E402
 
 MAX_FLOWS = 8            # flows drawn one by one; the rest are summed as "other flows"
 SMOOTH_BINS = 5          # bins averaged in the thick goodput line
@@ -295,7 +296,7 @@ def plot_pauses(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str 
         ax.broken_barh([(a, max(b - a, min_w)) for a, b in spans], (i - 0.35, 0.7),
                        color=KIND_COLOR.get(key[0], "0.5"), alpha=0.8, lw=0)
         count = f"{len(spans)} pause" + ("s" if len(spans) != 1 else "")
-        ax.text(1.005, i, f"{total[key] * 1e3:,.0f} ms, {count}", va="center",
+        ax.text(1.005, i, f"{fmt_seconds(total[key])}, {count}", va="center",
                 fontsize=8, transform=ax.get_yaxis_transform())
     ax.set_yticks(range(len(keys)))
     ax.set_yticklabels([_pause_label(k) for k in keys], fontsize=8)

@@ -241,7 +241,8 @@ def plot_run(out_dir: str | Path, *, title: str = "",
     """Draw ``queue_depth.png``, ``flow_rates.png``, ``pauses.png``,
     ``ecn_cnp.png`` and (where the run wrote ``buffer.csv``) ``buffer.png``
     into ``out_dir`` from its CSVs and ``results.json``, then
-    ``utilisation.png`` from its ``results.json``
+    ``utilisation.png`` (and, for a fabric drawn as blocks,
+    ``link_heatmap.png``) from its ``results.json``
     (:mod:`emulator.measure.utilisation_plot`). A time-scaled run's titles
     say what one emulated second is in the data centre."""
     from emulator.measure.buffer_plot import plot_buffer
@@ -269,7 +270,7 @@ def plot_run(out_dir: str | Path, *, title: str = "",
     ] + ([plot_buffer(read_csv(d / "buffer.csv"), read_csv(d / "priority_groups.csv"),
                       d / "buffer.png", title=title, duration_s=duration_s, behind=behind)]
          if (d / "buffer.csv").exists() else []) \
-        + [p for p in [plot_utilisation(d, title=title)] if p is not None]
+        + plot_utilisation(d, title=title)
 
 
 def _time_scale(out_dir: Path) -> float:

@@ -44,7 +44,8 @@ from typing import Any, Callable, Mapping, Sequence
 from emulator.measure.errors import MeasureError
 
 FORMATS = ("html", "md")
-PLOT_ORDER = ("utilisation", "queue_depth", "flow_rates", "pauses", "ecn_cnp", "buffer")
+PLOT_ORDER = ("utilisation", "link_heatmap", "queue_depth", "flow_rates", "pauses", "ecn_cnp",
+              "buffer")
 DASH = "—"
 
 

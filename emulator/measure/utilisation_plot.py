@@ -4,6 +4,10 @@ larger of its two directions, 0..100 %), the busiest links labelled with
 their percentage and an arrow for the busier direction (↑ towards the
 spines, ↓ towards the GPUs).
 
+Big fabrics are drawn as blocks (:mod:`emulator.topology.draw_blocks`), each
+bundle coloured by its busiest link, and every link's figure goes into
+``link_heatmap.png`` (:mod:`.link_heatmap`).
+
 The data come from the run directory: the topology from ``scenario.json``
 (as the runner wrote it), the ``links`` from ``results.json``; results
 written before links were measured get them computed from their switch and
@@ -16,9 +20,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from emulator.measure.link_heatmap import draw_heatmap
 from emulator.measure.links import link_metrics
 from emulator.measure.report import fmt_seconds
 from emulator.topology import Topology, topology_from_dict
+from emulator.topology.aggregate import aggregate, aggregated
 from emulator.topology.draw import LinkValues, draw_topology
 
 MIN_LABELLED_UTIL = 0.01  # links below 1 % are not labelled
@@ -89,19 +95,27 @@ def run_topology(run_dir: Path) -> Topology:
     return topology_from_dict(data, str(run_dir / "scenario.json"))
 
 
-def plot_utilisation(run_dir: str | Path, *, title: str = "") -> Path | None:
-    """Draw ``utilisation.png`` into ``run_dir``; None (nothing drawn) when
+def plot_utilisation(run_dir: str | Path, *, title: str = "") -> list[Path]:
+    """Draw ``utilisation.png`` into ``run_dir``, and ``link_heatmap.png``
+    where the fabric is drawn as blocks (:mod:`.link_heatmap`); nothing when
     the directory has no ``results.json`` or ``scenario.json``."""
     d = Path(run_dir)
     if not (d / "results.json").exists() or not (d / "scenario.json").exists():
-        return None
+        return []
     results = json.loads((d / "results.json").read_text())
     topology = run_topology(d)
     links = results.get("links")
     if links is None:
         links = link_metrics(topology, results.get("switches", {}), results.get("hosts", {}),
                              float(results.get("duration_s") or 0.0))[0]
+    heading = utilisation_heading(results, links, title)
+    values = utilisation_values(topology, links, heading)
     out = d / "utilisation.png"
-    draw_topology(topology, out, utilisation_values(
-        topology, links, utilisation_heading(results, links, title)))
-    return out
+    draw_topology(topology, out, values)
+    if not aggregated(topology):
+        return [out]
+    heatmap = d / "link_heatmap.png"
+    draw_heatmap(aggregate(topology), values.values, heatmap,
+                 title=f"{heading}\nEvery link: one row per bundle between two blocks of "
+                 "utilisation.png, one cell per link", label=UTILISATION_LABEL)
+    return [out, heatmap]

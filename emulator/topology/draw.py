@@ -15,117 +15,69 @@ grey dashes, and the links given a label carry it; NICs and leaves keep their
 rail colours.
 
 The layout is computed in inches (data units are inches), so boxes and text
-keep their size whatever the fabric's size; the figure grows instead.
+keep their size whatever the fabric's size; the figure grows instead, up to
+:data:`MAX_DETAIL_WIDTH_IN`. Big fabrics are drawn as blocks instead
+(:mod:`.draw_blocks`) unless asked for every node.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from os import PathLike
-from typing import Mapping
 
-from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Colormap, LinearSegmentedColormap, Normalize
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
+from emulator.topology.aggregate import aggregated
+from emulator.topology.draw_blocks import draw_blocks
+from emulator.topology.draw_style import (
+    AGG_COLOUR, BOTTOM_MARGIN_IN, COLOURBAR_MARGIN_IN, DPI, FABRIC_LINK_COLOUR, HEADING_IN,
+    IDLE_LINK_COLOUR, LEFT_MARGIN_IN, LEGEND_COLUMNS, LEGEND_ROW_IN, MUTED_COLOUR,
+    RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
+    free_spot, rail_colours, title, value_colours,
+)
 from emulator.topology.layout import SERVER_HEIGHT_IN, Box, layout_topology
-from emulator.topology.model import Switch, Topology, counts
-from emulator.topology.units import format_delay, format_rate
+from emulator.topology.model import Switch, Topology
 
-_DPI = 150
-_LEFT_MARGIN_IN = 0.95  # tier names
-_RIGHT_MARGIN_IN = 0.3
-_TOP_MARGIN_IN = 0.75  # title
-_BOTTOM_MARGIN_IN = 0.48  # legend title, plus a row per 8 legend entries
-_LEGEND_ROW_IN = 0.17
-_LEGEND_COLUMNS = 8
-_SPINE_COLOUR = "#4d5b6a"
-_AGG_COLOUR = "#7a8794"
-_FABRIC_LINK_COLOUR = "#9aa3ad"
-_TEXT_COLOUR = "#1f2937"
-_MUTED_COLOUR = "#6b7280"
-_IDLE_LINK_COLOUR = "#c4c9d0"
-_COLOURBAR_MARGIN_IN = 1.05  # right of the fabric, for the colour bar and its label
-_HEADING_IN = 0.16  # one more title line
-_VALUE_WIDTH_PT = (0.8, 5.0)  # line width of a link at value 0 and at value 1
-
-
-@dataclass(frozen=True)
-class LinkValues:
-    """One number per link to draw over the fabric instead of the rail colours.
-
-    ``values`` maps a link's ``(node_a, port_a)`` to a fraction, drawn on a
-    0..1 scale (clipped; 0 or absent = idle); ``label`` titles the colour
-    bar (shown in percent); ``labels`` (same keys) are written on their
-    links; ``heading`` is a line added under the title.
-    """
-
-    values: Mapping[tuple[str, int], float]
-    label: str
-    labels: Mapping[tuple[str, int], str] = field(default_factory=dict)
-    heading: str = ""
-
-
-def _colours(count: int) -> list[tuple[float, float, float, float]]:
-    """One colour per rail; tab10 without its grey, which fabric links use."""
-    if count <= 9:
-        cmap = colormaps["tab10"]
-        return [cmap(i) for i in (0, 1, 2, 3, 4, 5, 6, 8, 9)[:count]]
-    cmap = colormaps["turbo"]
-    return [cmap(0.05 + 0.9 * i / (count - 1)) for i in range(count)]
-
-
-def _plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
-
-
-def _title(topology: Topology) -> str:
-    c = counts(topology)
-    spec = topology.spec
-    if topology.kind == "fat-tree":
-        switches = (f"k={spec.k}, {c['leaves']} edge, {c['aggs']} agg, "
-                    f"{c['spines']} core switches")
-    elif topology.kind == "leaf-spine":
-        switches = (f"{_plural(c['leaves'], 'ToR leaf', 'ToR leaves')}, "
-                    f"{_plural(c['spines'], 'spine')}, no rails")
-    else:
-        switches = (f"{_plural(c['rails'], 'rail')}, {_plural(c['leaves'], 'leaf', 'leaves')}, "
-                    f"{_plural(c['spines'], 'spine')}")
-    host, fabric = spec.host_link, spec.fabric_link
-    links = (f"host links {format_rate(host.rate_bps)} / {format_delay(host.delay_ns)}, "
-             f"fabric links {format_rate(fabric.rate_bps)} / {format_delay(fabric.delay_ns)}")
-    return (f"{topology.name} ({topology.kind}): {_plural(c['servers'], 'server')}, "
-            f"{c['gpus']} GPUs, {switches}\n{links}  ·  {c['host_links']} host links, "
-            f"{c['fabric_links']} fabric links")
-
+# Agg draws at most 2**16 pixels a side: 436 inches at 150 dpi.
+MAX_DETAIL_WIDTH_IN = 400.0
 
 def draw_topology(topology: Topology, path: str | PathLike[str],
-                  values: LinkValues | None = None) -> None:
+                  values: LinkValues | None = None, aggregate: str = "auto") -> None:
     """Draw ``topology`` into an image file; the format follows the suffix
-    (PNG, SVG, PDF). With ``values``, the links show them (module docstring)."""
+    (PNG, SVG, PDF). With ``values``, the links show them (module docstring).
+    ``aggregate`` (auto, on, off): blocks and bundles (:mod:`.draw_blocks`)
+    or every node; auto draws blocks above
+    :data:`emulator.topology.aggregate.AGGREGATE_NODES` servers and switches."""
+    if aggregated(topology, aggregate):
+        draw_blocks(topology, path, values)
+        return
     gpus_per_server = topology.spec.gpus_per_server
     place = layout_topology(topology)
     width, height, tier_y = place.width_in, place.height_in, place.tier_y
 
-    figure_width = (_LEFT_MARGIN_IN + width + _RIGHT_MARGIN_IN
-                    + (_COLOURBAR_MARGIN_IN if values else 0.0))
-    bottom_margin = _BOTTOM_MARGIN_IN + _LEGEND_ROW_IN * -(-gpus_per_server // _LEGEND_COLUMNS)
+    figure_width = (LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN
+                    + (COLOURBAR_MARGIN_IN if values else 0.0))
+    bottom_margin = BOTTOM_MARGIN_IN + LEGEND_ROW_IN * -(-gpus_per_server // LEGEND_COLUMNS)
     headings = values.heading.count("\n") + 1 if values and values.heading else 0
-    top_margin = _TOP_MARGIN_IN + _HEADING_IN * headings
+    top_margin = TOP_MARGIN_IN + HEADING_IN * headings
     figure_height = top_margin + height + bottom_margin
-    figure = Figure(figsize=(figure_width, figure_height), dpi=_DPI)
+    if figure_width > MAX_DETAIL_WIDTH_IN:
+        raise ValueError(f"every node of {topology.name} is {figure_width:.0f} inches wide "
+                         f"(at most {MAX_DETAIL_WIDTH_IN:.0f}); draw it as blocks "
+                         "(--aggregate auto or on)")
+    figure = Figure(figsize=(figure_width, figure_height), dpi=DPI)
     FigureCanvasAgg(figure)
-    axes = figure.add_axes((_LEFT_MARGIN_IN / figure_width, bottom_margin / figure_height,
+    axes = figure.add_axes((LEFT_MARGIN_IN / figure_width, bottom_margin / figure_height,
                             width / figure_width, height / figure_height))
     axes.set_xlim(0, width)
     axes.set_ylim(0, height)
     axes.axis("off")
-    colours = _colours(gpus_per_server)
+    colours = rail_colours(gpus_per_server)
 
     nic_xy = place.nics
     server_boxes = list(place.servers.items())
@@ -141,9 +93,9 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
         axes.add_patch(FancyBboxPatch(
             (box.x - box.width / 2, box.bottom), box.width, box.height,
             boxstyle="round,pad=0,rounding_size=0.06", facecolor="#f3f4f6",
-            edgecolor=_MUTED_COLOUR, linewidth=0.8, zorder=2))
+            edgecolor=MUTED_COLOUR, linewidth=0.8, zorder=2))
         axes.text(box.x, box.height * 0.27, name, ha="center", va="center", fontsize=6.5,
-                  color=_TEXT_COLOUR, zorder=3)
+                  color=TEXT_COLOUR, zorder=3)
     axes.scatter([xy[0] for xy in nic_xy.values()], [xy[1] for xy in nic_xy.values()],
                  s=16, c=[colours[topology.gpu(name).index] for name in nic_xy],
                  edgecolors="white", linewidths=0.4, zorder=4)
@@ -151,7 +103,7 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
         _draw_switch(axes, switch, boxes[switch.name], colours, topology.kind)
 
     for name, y in [("servers", SERVER_HEIGHT_IN / 2), *zip(place.tier_names, tier_y)]:
-        axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=_MUTED_COLOUR,
+        axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=MUTED_COLOUR,
                   style="italic", clip_on=False)
 
     rails = topology.kind == "rail-optimized"
@@ -159,26 +111,26 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
                for r, colour in enumerate(colours)]
     legend = figure.legend(
         handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
-        ncol=min(len(handles), _LEGEND_COLUMNS), fontsize=7, frameon=False, handlelength=1.2,
+        ncol=min(len(handles), LEGEND_COLUMNS), fontsize=7, frameon=False, handlelength=1.2,
         columnspacing=1.2,
         title=("NIC colour = " if values else "NIC and host link colour = ")
         + ("rail" if rails else "GPU index (no rails)"),
         title_fontsize=7)
-    legend.get_title().set_color(_MUTED_COLOUR)
-    title = _title(topology) + (f"\n{values.heading}" if values and values.heading else "")
-    figure.text(0.5, 1 - 0.12 / figure_height, title, ha="center", va="top",
-                fontsize=9, color=_TEXT_COLOUR)
+    legend.get_title().set_color(MUTED_COLOUR)
+    heading = title(topology) + (f"\n{values.heading}" if values and values.heading else "")
+    figure.text(0.5, 1 - 0.12 / figure_height, heading, ha="center", va="top",
+                fontsize=9, color=TEXT_COLOUR)
     if values is not None:
-        bar_left = _LEFT_MARGIN_IN + width + _RIGHT_MARGIN_IN
+        bar_left = LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN
         cax = figure.add_axes((bar_left / figure_width, (bottom_margin + 0.1 * height)
                                / figure_height, 0.14 / figure_width, 0.8 * height / figure_height))
-        bar = figure.colorbar(ScalarMappable(Normalize(0, 100), _value_colours()), cax=cax)
+        bar = figure.colorbar(ScalarMappable(Normalize(0, 100), value_colours()), cax=cax)
         bar.set_ticks([0, 25, 50, 75, 100])
         bar.set_ticklabels(["0 %", "25 %", "50 %", "75 %", "100 %"])
-        bar.ax.tick_params(labelsize=7, colors=_MUTED_COLOUR)
-        bar.set_label(values.label, fontsize=8, color=_TEXT_COLOUR)
-        bar.outline.set_edgecolor(_MUTED_COLOUR)
-    figure.savefig(path, dpi=_DPI)
+        bar.ax.tick_params(labelsize=7, colors=MUTED_COLOUR)
+        bar.set_label(values.label, fontsize=8, color=TEXT_COLOUR)
+        bar.outline.set_edgecolor(MUTED_COLOUR)
+    figure.savefig(path, dpi=DPI)
 
 
 def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
@@ -194,21 +146,13 @@ def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, f
         else:
             low, high = boxes[link.node_a], boxes[link.node_b]
             axes.add_line(Line2D([low.x, high.x], [low.top, high.bottom],
-                                 color=_FABRIC_LINK_COLOUR, linewidth=0.8, zorder=1))
-
-
-def _value_colours() -> Colormap:
-    """Pale yellow (barely used) to dark red (saturated); white is left out so
-    a lightly used link still shows against the background."""
-    base = colormaps["YlOrRd"]
-    return LinearSegmentedColormap.from_list(
-        "link-values", [base(0.18 + 0.82 * i / 15) for i in range(16)])
+                                 color=FABRIC_LINK_COLOUR, linewidth=0.8, zorder=1))
 
 
 def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
                       boxes: dict[str, Box], values: LinkValues) -> None:
-    cmap = _value_colours()
-    low_w, high_w = _VALUE_WIDTH_PT
+    cmap = value_colours()
+    low_w, high_w = VALUE_WIDTH_PT
     texts: list[tuple[float, str, float, float, float, float, bool]] = []  # ..., host link
     for link in topology.links:
         key = (link.node_a, link.port_a)
@@ -224,7 +168,7 @@ def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[fl
                                  linewidth=low_w + (high_w - low_w) * value,
                                  solid_capstyle="butt", zorder=base_z + 0.4 * value))
         else:
-            axes.add_line(Line2D([x0, x1], [y0, y1], color=_IDLE_LINK_COLOUR, linewidth=0.6,
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=IDLE_LINK_COLOUR, linewidth=0.6,
                                  linestyle=(0, (3, 2)), zorder=base_z - 0.2))
         text = values.labels.get(key)
         if text:
@@ -233,29 +177,10 @@ def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[fl
     for value, text, x0, y0, x1, y1, host in sorted(texts, key=lambda item: -item[0]):
         # host links cross each other mid-way: label them near their NIC, where they are apart
         spots = (0.22, 0.32, 0.14, 0.42, 0.52) if host else (0.5, 0.62, 0.38, 0.74, 0.26)
-        x, y = _free_spot(text, x0, y0, x1, y1, placed, spots)
-        axes.text(x, y, text, ha="center", va="center", fontsize=6, color=_TEXT_COLOUR,
+        x, y = free_spot(text, x0, y0, x1, y1, placed, spots)
+        axes.text(x, y, text, ha="center", va="center", fontsize=6, color=TEXT_COLOUR,
                   zorder=6, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white",
                                   "edgecolor": cmap(value), "linewidth": 0.6, "alpha": 0.92})
-
-
-def _free_spot(text: str, x0: float, y0: float, x1: float, y1: float,
-               placed: list[tuple[float, float, float]],
-               spots: tuple[float, ...]) -> tuple[float, float]:
-    """The first of ``spots`` (fractions of the way from (x0, y0) to (x1, y1))
-    where a label of ``text`` does not cover one already placed (the first
-    spot when all do); records it."""
-    half_w, height = 0.035 * len(text) + 0.05, 0.16  # inches, at font size 6
-    chosen = None
-    for t in spots:
-        x, y = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
-        if all(abs(x - px) >= half_w + pw or abs(y - py) >= height for px, py, pw in placed):
-            chosen = (x, y)
-            break
-    if chosen is None:
-        chosen = (x0 + spots[0] * (x1 - x0), y0 + spots[0] * (y1 - y0))
-    placed.append((chosen[0], chosen[1], half_w))
-    return chosen
 
 
 def _draw_switch(axes: Axes, switch: Switch, box: Box,
@@ -264,13 +189,13 @@ def _draw_switch(axes: Axes, switch: Switch, box: Box,
         colour = colours[switch.rail]
         face: object = (*colour[:3], 0.2)
         edge: object = colour
-        text_colour = _TEXT_COLOUR
+        text_colour = TEXT_COLOUR
     elif switch.role in ("leaf", "edge"):
-        face, edge, text_colour = "#e5e7eb", "#4b5563", _TEXT_COLOUR
+        face, edge, text_colour = "#e5e7eb", "#4b5563", TEXT_COLOUR
     elif switch.role == "agg":
-        face, edge, text_colour = _AGG_COLOUR, _AGG_COLOUR, "white"
+        face, edge, text_colour = AGG_COLOUR, AGG_COLOUR, "white"
     else:
-        face, edge, text_colour = _SPINE_COLOUR, _SPINE_COLOUR, "white"
+        face, edge, text_colour = SPINE_COLOUR, SPINE_COLOUR, "white"
     axes.add_patch(FancyBboxPatch(
         (box.x - box.width / 2, box.bottom), box.width, box.height,
         boxstyle="round,pad=0,rounding_size=0.06", facecolor=face, edgecolor=edge,
@@ -283,7 +208,7 @@ def _draw_switch(axes: Axes, switch: Switch, box: Box,
     axes.text(box.x, box.y + box.height * 0.17, switch.name, ha="center", va="center",
               fontsize=7, color=text_colour, zorder=5)
     axes.text(box.x, box.y - box.height * 0.24, switch.prefix, ha="center", va="center",
-              fontsize=5.5, color=_MUTED_COLOUR, zorder=5)
+              fontsize=5.5, color=MUTED_COLOUR, zorder=5)
 
 
 def _draw_pods(axes: Axes, topology: Topology, boxes: dict[str, Box]) -> None:

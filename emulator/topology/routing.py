@@ -19,6 +19,7 @@ shortest path between two NICs; following the routes hop by hop
 from __future__ import annotations
 
 import ipaddress
+from collections import deque
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -48,10 +49,15 @@ RoutingPlan = Mapping[str, tuple[Route, ...]]
 
 def routing_plan(topology: Topology) -> dict[str, tuple[Route, ...]]:
     """Routes of every switch, by switch name: host routes, then leaf prefixes."""
-    switch_names = [switch.name for switch in topology.switches]
-    fabric = topology.graph.subgraph(switch_names)
-    routes: dict[str, list[Route]] = {name: [] for name in switch_names}
+    routes: dict[str, list[Route]] = {switch.name: [] for switch in topology.switches}
+    # One NextHop per fabric port, shared by every route through it; one
+    # breadth-first search per leaf over switch-to-switch ports (a thousand-GPU
+    # fabric has hundreds of leaves, so this loop is what the plan costs).
+    uplinks: dict[str, list[tuple[str, NextHop]]] = {}
     for switch in topology.switches:
+        uplinks[switch.name] = [
+            (port.peer, NextHop(port.number, port.peer, port.peer_mac, port.peer_port))
+            for port in switch.ports if port.kind == "fabric"]
         for port in switch.ports:
             if port.kind == "host":
                 gpu = topology.gpu(port.peer)
@@ -60,17 +66,28 @@ def routing_plan(topology: Topology) -> dict[str, tuple[Route, ...]]:
     for leaf in topology.switches:
         if leaf.prefix is None:
             continue
-        distance = nx.single_source_shortest_path_length(fabric, leaf.name)
+        distance = _hops_to(leaf.name, uplinks)
         for switch in topology.switches:
-            if switch.name == leaf.name or switch.name not in distance:
+            here = distance.get(switch.name)
+            if switch.name == leaf.name or here is None:
                 continue
-            hops = tuple(
-                NextHop(port.number, port.peer, port.peer_mac, port.peer_port)
-                for port in switch.ports
-                if port.kind == "fabric" and distance.get(port.peer) == distance[switch.name] - 1
-            )
+            hops = tuple(hop for peer, hop in uplinks[switch.name]
+                         if distance.get(peer) == here - 1)
             routes[switch.name].append(Route(leaf.prefix, hops, "leaf"))
     return {name: tuple(switch_routes) for name, switch_routes in routes.items()}
+
+
+def _hops_to(origin: str, uplinks: Mapping[str, list[tuple[str, NextHop]]]) -> dict[str, int]:
+    """Switch-to-switch hop count from ``origin`` to every switch it reaches."""
+    distance = {origin: 0}
+    frontier = deque([origin])
+    while frontier:
+        node = frontier.popleft()
+        for peer, _ in uplinks[node]:
+            if peer not in distance:
+                distance[peer] = distance[node] + 1
+                frontier.append(peer)
+    return distance
 
 
 def lookup(routes: Sequence[Route], dst_ip: str) -> Route | None:

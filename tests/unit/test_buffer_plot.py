@@ -5,32 +5,10 @@ caught before they are closed."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pytest
 
 from emulator.measure.buffer_plot import TOP_GROUPS, group_series, plot_buffer, switch_series
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    kept = []
-    monkeypatch.setattr(plt, "close", kept.append)
-    yield kept
-    monkeypatch.undo()
-    for fig in kept:
-        plt.close(fig)
-
-
-def _texts(ax) -> str:
-    return "\n".join(t.get_text() for t in ax.texts)
-
-
-def _legend(ax) -> list[str]:
-    legend = ax.get_legend()
-    return [t.get_text() for t in legend.get_texts()] if legend else []
-
+from tests.unit.plot_kit import PNG, figures, legend, texts  # noqa: F401 (figures: a fixture)
 
 def _pool(switch, t, shared, headroom):
     return {"switch": switch, "t_s": str(t), "shared_used_bytes": str(shared),
@@ -55,11 +33,11 @@ def test_panels_show_pool_headroom_and_fullest_groups(tmp_path, figures):
     assert path.read_bytes()[:8] == PNG
     fig = figures[0]
     ax_sh, ax_hr, ax_pg = fig.axes
-    assert _legend(ax_sh) == ["s1 (peak 500 KB of 2 MB, 25 %)", "s2 (peak 100 KB of 2 MB, 5 %)"]
+    assert legend(ax_sh) == ["s1 (peak 500 KB of 2 MB, 25 %)", "s2 (peak 100 KB of 2 MB, 5 %)"]
     assert [list(line.get_ydata()) for line in ax_sh.lines][1] == [100.0, 0.0]   # KB
-    assert _legend(ax_hr) == ["s1 (peak 10 KB of 40 KB reserved)"]
+    assert legend(ax_hr) == ["s1 (peak 10 KB of 40 KB reserved)"]
     # the six fullest groups, fullest first, XOFF counted; dotted headroom lines
-    labels = _legend(ax_pg)
+    labels = legend(ax_pg)
     assert len(labels) == TOP_GROUPS
     assert labels[0] == "s1 in-port 8 prio 3 (peak 24 KB, XOFF in 1 samples)"
     assert sum(1 for line in ax_pg.lines if line.get_linestyle() == ":") == TOP_GROUPS
@@ -69,10 +47,10 @@ def test_panels_show_pool_headroom_and_fullest_groups(tmp_path, figures):
 def test_nothing_held_says_so(tmp_path, figures):
     plot_buffer([_pool("s1", 0.01, 0, 0)], [], tmp_path / "buffer.png")
     ax_sh, _, ax_pg = figures[0].axes
-    assert "no buffer held" in _texts(ax_sh)
-    assert "no ingress group held bytes" in _texts(ax_pg)
+    assert "no buffer held" in texts(ax_sh)
+    assert "no ingress group held bytes" in texts(ax_pg)
     plot_buffer([_pool("s1", 0.01, 5_000, 0)], [], tmp_path / "buffer.png")
-    assert "no headroom used" in _texts(figures[1].axes[1])
+    assert "no headroom used" in texts(figures[1].axes[1])
 
 
 def test_rows_become_series_by_time():

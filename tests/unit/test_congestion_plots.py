@@ -5,29 +5,11 @@ closed and their lines and texts checked."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pytest
 
 from emulator.measure import congestion_plots as cp
 from emulator.measure.plots import plot_flow_rates, plot_run
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """Figures drawn during the test, kept open."""
-    kept = []
-    monkeypatch.setattr(plt, "close", kept.append)
-    yield kept
-    monkeypatch.undo()
-    for fig in kept:
-        plt.close(fig)
-
-
-def texts(fig) -> str:
-    return "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
-
+from tests.unit.plot_kit import PNG, figures, legend, texts  # noqa: F401 (figures: a fixture)
 
 def series_row(flow, qp, t, rx=0.0, tx=0.0, ce=0, cnps=0):
     return {"flow": flow, "qp": str(qp), "t_s": str(t), "tx_bps": str(tx), "retx_bps": "0.0",
@@ -99,9 +81,17 @@ def test_pause_timeline_rows_and_totals(tmp_path, figures):
     bars = [c for c in ax.collections]
     assert len(bars) == 3 and sum(len(b.get_paths()) for b in bars) == 4
     assert ax.get_xlim() == pytest.approx((0.0, 1.0))
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = legend(ax)
     assert labels == ["switch egress queue paused (from 10 ms queue samples)",
                       "host NIC priority paused (exact)"]
+
+
+def test_pauses_shorter_than_a_millisecond_keep_their_figure(tmp_path, figures):
+    # a 128-host sim run pauses for tens of microseconds: "0 ms" said nothing
+    rows = [{"kind": "switch", "node": "agg-p0-0", "port": "5", "priority": "3",
+             "start_s": "0.0001", "end_s": "0.000142"}]
+    cp.plot_pauses(rows, tmp_path / "pauses.png", duration_s=0.02)
+    assert "42 µs, 1 pause" in texts(figures[0])
 
 
 def test_no_pause_says_so(tmp_path, figures):
@@ -122,7 +112,7 @@ def test_ecn_cnp_stacks_flows_and_marks_the_start(tmp_path, figures):
     assert max(ys) == pytest.approx(5)                   # 4 + 1 in the last bin
     assert "marking starts (bin at 0 ms)" in texts(fig)
     assert ax_tx.get_ylabel() == "tx rate (Mb/s)"
-    assert [t.get_text() for t in ax_tx.get_legend().get_texts()] == ["f0", "f1"]
+    assert legend(ax_tx) == ["f0", "f1"]
 
 
 def test_ecn_cnp_without_marks_and_without_a_csv(tmp_path, figures):

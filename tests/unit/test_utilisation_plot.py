@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+from matplotlib.colors import to_rgb
 from matplotlib.image import imread
+
+from emulator.measure.link_heatmap import MAX_COLUMNS, heatmap_rows
 
 from emulator.measure.links import link_metrics
 from emulator.measure.plots import plot_run
@@ -16,8 +20,10 @@ from emulator.measure.utilisation_plot import (
     utilisation_heading,
     utilisation_values,
 )
-from emulator.topology import load_topology
+from emulator.topology import load_topology, topology_from_dict
+from emulator.topology.aggregate import aggregate
 from emulator.topology.draw import LinkValues, draw_topology
+from emulator.topology.draw_style import IDLE_LINK_COLOUR, value_colours
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,8 +88,9 @@ def test_plot_utilisation_draws_the_run(tmp_path):
     for with_links in (True, False):  # older results: links computed from the counters
         d = tmp_path / str(with_links)
         write_run(d, with_links)
-        out = plot_utilisation(d, title="qs")
-        assert out == d / "utilisation.png"
+        outs = plot_utilisation(d, title="qs")
+        assert outs == [d / "utilisation.png"]  # no heatmap: the fabric is drawn node by node
+        out = outs[0]
         image = imread(out)
         assert image.shape[0] > 600 and image.shape[1] > 1000
         # the busiest links are drawn in the colour bar's dark end, not only greys
@@ -126,3 +133,43 @@ def test_heading_of_a_time_scaled_run_gives_the_data_centre_time_too():
                                 "time_scale": 4000, "totals": totals}, links)
     assert text.split("\n")[0] == ("Link utilisation of dc, averaged over the run (8.00 s "
                                    "emulated, 2 ms in the data centre at time scale 4000)")
+
+
+def test_a_big_fabric_gets_blocks_and_a_heatmap_of_every_link(tmp_path):
+    ft8 = {"name": "ft8", "kind": "fat-tree", "k": 8, "gpus_per_server": 1,
+           "host_link": {"rate": "100Gbps", "delay": "1us"},
+           "fabric_link": {"rate": "100Gbps", "delay": "1us"}}
+    t = topology_from_dict(ft8)
+    links, _, totals = link_metrics(t, {}, {}, 1.0)
+    for i, row in enumerate(links):  # every second link busy, one of them saturated
+        row["util_ab"] = 0.0 if i % 2 else 0.4
+    links[2]["util_ab"] = 1.0
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"scenario": "ft8", "duration_s": 1.0, "totals": totals, "links": links}))
+    (tmp_path / "scenario.json").write_text(json.dumps({"name": "ft8", "topology": ft8}))
+    outs = plot_utilisation(tmp_path, title="ft8")
+    assert outs == [tmp_path / "utilisation.png", tmp_path / "link_heatmap.png"]
+    blocks, grid = imread(outs[0]), imread(outs[1])
+    assert blocks.shape[1] <= 4000 and blocks.shape[0] <= 1300
+    assert grid.shape[1] <= 2400 and grid.shape[0] <= 2400
+    # idle cells are grey, busy ones on the colour scale, the saturated one dark red
+    dark = np.array(value_colours()(1.0)[:3])
+    assert (np.abs(grid[..., :3] - dark) < 0.04).all(axis=-1).sum() > 100
+    grey = np.array(to_rgb(IDLE_LINK_COLOUR))
+    assert (np.abs(grid[..., :3] - grey) < 0.02).all(axis=-1).sum() > 100 * 100
+
+
+def test_heatmap_rows_follow_the_bundles_and_wrap_long_ones():
+    rail = topology_from_dict({
+        "name": "r", "kind": "rail-optimized", "servers": 128, "gpus_per_server": 8,
+        "servers_per_leaf": 8, "spines": 8, "host_link": {"rate": "1Gbps", "delay": "1us"},
+        "fabric_link": {"rate": "1Gbps", "delay": "1us"}})
+    agg = aggregate(rail)
+    rows = heatmap_rows(agg, {agg.bundles[0].links[3]: 0.7, agg.bundles[0].links[4]: 2.0})
+    assert rows[0] == ("srv0–7 – rail 0 leaves", [0, 0, 0, 0.7, 1.0, 0, 0, 0])
+    # a rail's 16 leaves x 8 spines = 128 links: two rows of 64
+    spines = [(label, cells) for label, cells in rows if "spines" in label]
+    assert [label for label, _ in spines[:2]] == ["rail 0 leaves – spines [1–64]",
+                                                  "rail 0 leaves – spines [65–128]"]
+    assert all(len(cells) == MAX_COLUMNS for _, cells in spines)
+    assert sum(len(cells) for _, cells in rows) == len(rail.links)

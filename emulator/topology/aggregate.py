@@ -1,0 +1,165 @@
+"""Big fabrics as blocks: the group every server and switch falls in, and the
+bundles of links between two groups (pure data; :mod:`.draw_blocks` draws it).
+
+A thousand-GPU fabric drawn node by node is tens of thousands of pixels wide
+with unreadable labels; drawn as blocks (a pod's edge switches, a rail's
+leaves, the spines, the servers under one pod or one group of leaves) joined
+by one line per bundle it fits a screen. Which block a node falls in comes
+from one function, :func:`group_of`: today it keys on pods (fat-tree), rails
+(rail-optimized) and leaf groups; tags the model may carry later (network,
+site, scale-up domain) become more parts of the same key.
+
+A row holds at most :data:`MAX_BLOCKS_PER_ROW` blocks: where a tier has more
+natural groups (many ToRs, many leaves per rail), neighbouring ones share a
+block, so the picture's width stays bounded whatever the fabric's size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from emulator.topology.model import Server, Topology
+
+MAX_BLOCKS_PER_ROW = 16
+# "auto" draws blocks above this many servers and switches together; the
+# shipped fabrics (at most 36) stay drawn node by node.
+AGGREGATE_NODES = 64
+AGGREGATE_MODES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """Where a node goes: its row (0 = servers, then switch tiers bottom to
+    top), its place in the row, and the words naming the block."""
+
+    row: int
+    order: int
+    label: str
+    rail: int | None = None  # blocks of one rail's leaves: coloured as the rail
+
+
+@dataclass(frozen=True)
+class Group:
+    key: GroupKey
+    members: tuple[str, ...]  # server or switch names, in topology order
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Every link between two groups; ``links`` are keyed by the topology
+    link's ``(node_a, port_a)`` (as :class:`emulator.topology.draw.LinkValues`)."""
+
+    low: GroupKey
+    high: GroupKey
+    kind: str  # "host" or "fabric"
+    links: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    groups: tuple[Group, ...]  # by row, then order
+    bundles: tuple[Bundle, ...]  # by the rows and orders of their ends
+    row_names: tuple[str, ...]  # bottom to top
+
+
+def _span(first: int, last: int) -> str:
+    return f"{first}" if first == last else f"{first}–{last}"
+
+
+def _chunk(count: int) -> int:
+    """How many neighbouring groups share a block so that a row of
+    ``count`` groups has at most MAX_BLOCKS_PER_ROW blocks."""
+    return max(1, math.ceil(count / MAX_BLOCKS_PER_ROW))
+
+
+def row_names(topology: Topology) -> tuple[str, ...]:
+    if topology.kind == "fat-tree":
+        return ("servers", "edge", "aggregation", "core")
+    return ("servers", "leaves" if topology.kind == "rail-optimized" else "ToR leaves",
+            "spines")
+
+
+def _pods(pod: int, chunk: int, pods: int) -> str:
+    """'pod 3', or 'pods 2–3' where neighbouring pods share a block."""
+    if chunk == 1:
+        return f"pod {pod}"
+    first = pod // chunk * chunk
+    return f"pods {_span(first, min(first + chunk, pods) - 1)}"
+
+
+def _server(topology: Topology, node: str) -> Server | None:
+    """The server called ``node`` (``srv{s}``), or None for a switch."""
+    if node.startswith("srv") and node[3:].isdigit() and int(node[3:]) < len(topology.servers):
+        return topology.servers[int(node[3:])]
+    return None
+
+
+def group_of(topology: Topology, node: str) -> GroupKey:
+    """The block a server or switch is drawn in (module docstring)."""
+    spec = topology.spec
+    server = _server(topology, node)
+    if topology.kind == "fat-tree":
+        chunk = _chunk(spec.k or 2)
+        if server is not None:
+            pod = server.pod or 0
+            return GroupKey(0, pod // chunk, f"{_pods(pod, chunk, spec.k or 2)} servers")
+        switch = topology.switch(node)
+        if switch.role == "core":
+            return GroupKey(3, 0, "core")
+        pod = switch.pod or 0
+        return GroupKey(switch.tier, pod // chunk, f"{_pods(pod, chunk, spec.k or 2)} "
+                        f"{'edge' if switch.role == 'edge' else 'agg'}")
+    leaves_per_rail = math.ceil(spec.servers / spec.servers_per_leaf)
+    chunk = _chunk(leaves_per_rail)
+    if server is not None:
+        block = server.index // spec.servers_per_leaf // chunk
+        first = block * chunk * spec.servers_per_leaf
+        last = min((block + 1) * chunk * spec.servers_per_leaf, spec.servers) - 1
+        return GroupKey(0, block, f"srv{_span(first, last)}")
+    switch = topology.switch(node)
+    if switch.role != "leaf":
+        return GroupKey(2, 0, "spines")
+    if topology.kind == "rail-optimized":
+        rail = switch.rail or 0
+        return GroupKey(1, rail, f"rail {rail} leaves", rail)
+    block = (switch.leaf_index or 0) // chunk
+    last = min((block + 1) * chunk, leaves_per_rail) - 1
+    return GroupKey(1, block, f"tor{_span(block * chunk, last)}")
+
+
+def aggregate(topology: Topology) -> Aggregation:
+    """Every node's group and every bundle of ``topology``."""
+    by_key: dict[GroupKey, list[str]] = {}
+    key_of: dict[str, GroupKey] = {}
+    for name in [s.name for s in topology.servers] + [s.name for s in topology.switches]:
+        key_of[name] = group_of(topology, name)
+        by_key.setdefault(key_of[name], []).append(name)
+    bundles: dict[tuple[GroupKey, GroupKey, str], list[tuple[str, int]]] = {}
+    for link in topology.links:
+        low, high = key_of[link.node_a], key_of[link.node_b]
+        if (low.row, low.order) > (high.row, high.order):
+            low, high = high, low
+        bundles.setdefault((low, high, link.kind), []).append((link.node_a, link.port_a))
+    order = sorted(by_key, key=lambda k: (k.row, k.order))
+    return Aggregation(
+        tuple(Group(k, tuple(by_key[k])) for k in order),
+        tuple(Bundle(low, high, kind, tuple(links)) for (low, high, kind), links in sorted(
+            bundles.items(), key=lambda item: (item[0][0].row, item[0][0].order,
+                                               item[0][1].row, item[0][1].order))),
+        row_names(topology))
+
+
+def node_count(topology: Topology) -> int:
+    return len(topology.servers) + len(topology.switches)
+
+
+def aggregated(topology: Topology, mode: str = "auto") -> bool:
+    """Whether ``mode`` (auto, on, off) draws ``topology`` as blocks."""
+    if mode not in AGGREGATE_MODES:
+        raise ValueError(f"aggregate is one of {', '.join(AGGREGATE_MODES)}, not {mode!r}")
+    return mode == "on" or (mode == "auto" and node_count(topology) > AGGREGATE_NODES)

@@ -1,0 +1,224 @@
+"""Drawing a big fabric as blocks (:mod:`.aggregate`): one box per group of
+servers or switches, one line per bundle of links between two boxes.
+
+Rows go bottom to top as in the node-by-node picture (servers, then switch
+tiers); a box names its group and counts its members; a line's ends spread
+along its boxes so bundles leaving one box stay apart. Without values, host
+bundles carry the rail's colour (rail-optimized) and every line its link
+count; with :class:`LinkValues` a bundle is coloured and widened by its
+busiest member, idle bundles are grey dashes and the busiest bundles are
+labelled "max NN %". The width stays bounded (at most
+:data:`emulator.topology.aggregate.MAX_BLOCKS_PER_ROW` boxes a row), so
+labels keep their size at 100 % zoom whatever the fabric's size.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyBboxPatch, Patch
+
+from emulator.topology.aggregate import Aggregation, Bundle, Group, GroupKey, aggregate
+from emulator.topology.draw_style import (
+    AGG_COLOUR, BOTTOM_MARGIN_IN, COLOURBAR_MARGIN_IN, DPI, FABRIC_LINK_COLOUR, HEADING_IN,
+    IDLE_LINK_COLOUR, LEFT_MARGIN_IN, LEGEND_COLUMNS, LEGEND_ROW_IN, MUTED_COLOUR,
+    RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
+    free_spot, rail_colours, title, value_colours,
+)
+from emulator.topology.layout import Box
+from emulator.topology.model import Topology
+
+BLOCK_WIDTH_IN = 1.25
+BLOCK_HEIGHT_IN = 0.52
+BLOCK_PITCH_IN = 1.45
+MIN_WIDTH_IN = 7.0  # room for the title
+HOST_GAP_IN = 1.9  # servers to the first switch row, box centre to box centre
+FABRIC_GAP_IN = 1.45
+LABELLED_BUNDLES = 12  # with values, the busiest bundles get a "max NN %" label
+COUNTED_BUNDLES = 48  # without values, lines carry their link count up to this many bundles
+
+
+def block_layout(agg: Aggregation) -> tuple[float, float, dict[GroupKey, Box], list[float]]:
+    """Width and height (inches), every group's box, each row's centre line."""
+    rows: dict[int, list[Group]] = {}
+    for group in agg.groups:
+        rows.setdefault(group.key.row, []).append(group)
+    width = max(MIN_WIDTH_IN, max(len(r) for r in rows.values()) * BLOCK_PITCH_IN)
+    row_y = [BLOCK_HEIGHT_IN / 2 + (HOST_GAP_IN if row else 0.0)
+             + FABRIC_GAP_IN * max(row - 1, 0) for row in range(len(agg.row_names))]
+    boxes: dict[GroupKey, Box] = {}
+    for row, groups in rows.items():
+        pitch = width / len(groups)
+        for i, group in enumerate(groups):
+            boxes[group.key] = Box((i + 0.5) * pitch, row_y[row],
+                                   min(BLOCK_WIDTH_IN, 0.86 * pitch), BLOCK_HEIGHT_IN)
+    return width, row_y[-1] + BLOCK_HEIGHT_IN / 2 + 0.05, boxes, row_y
+
+
+def _ends(agg: Aggregation, boxes: dict[GroupKey, Box]) -> dict[int, tuple[float, float]]:
+    """Per bundle (by position in agg.bundles), the x of its low and high end:
+    spread along each box in the order of the other ends, so lines do not
+    start on top of each other."""
+    at: dict[tuple[GroupKey, str], list[tuple[float, int]]] = {}
+    for i, bundle in enumerate(agg.bundles):
+        at.setdefault((bundle.low, "top"), []).append((boxes[bundle.high].x, i))
+        at.setdefault((bundle.high, "bottom"), []).append((boxes[bundle.low].x, i))
+    ends: dict[int, list[float]] = {i: [0.0, 0.0] for i in range(len(agg.bundles))}
+    for (key, side), others in at.items():
+        box = boxes[key]
+        others.sort()
+        span = 0.8 * box.width
+        for j, (_, i) in enumerate(others):
+            x = box.x if len(others) == 1 else box.x - span / 2 + span * j / (len(others) - 1)
+            ends[i][0 if side == "top" else 1] = x
+    return {i: (low, high) for i, (low, high) in ends.items()}
+
+
+def bundle_value(bundle: Bundle, values: LinkValues) -> float:
+    """A bundle's value: its busiest member's, clipped to 0..1."""
+    return min(max((float(values.values.get(k, 0.0)) for k in bundle.links), default=0.0), 1.0)
+
+
+def _member_words(topology: Topology, group: Group) -> str:
+    if group.key.row == 0:
+        gpus = len(group.members) * topology.spec.gpus_per_server
+        return f"{len(group.members)} servers · {gpus} GPUs"
+    return f"{len(group.members)} switch{'es' if len(group.members) != 1 else ''}"
+
+
+def _block_colours(topology: Topology, group: Group,
+                   colours: list[tuple[float, float, float, float]]) -> tuple:
+    if group.key.row == 0:
+        return "#f3f4f6", MUTED_COLOUR, TEXT_COLOUR
+    if group.key.rail is not None:
+        colour = colours[group.key.rail]
+        return (*colour[:3], 0.2), colour, TEXT_COLOUR
+    role = topology.switch(group.members[0]).role
+    if role in ("leaf", "edge"):
+        return "#e5e7eb", "#4b5563", TEXT_COLOUR
+    if role == "agg":
+        return AGG_COLOUR, AGG_COLOUR, "white"
+    return SPINE_COLOUR, SPINE_COLOUR, "white"
+
+
+def _bundle_sizes(agg: Aggregation) -> str:
+    """'servers–leaves 16 links, leaves–spines 64 links' (a range where sizes differ)."""
+    sizes: dict[tuple[int, int], list[int]] = {}
+    for b in agg.bundles:
+        sizes.setdefault((b.low.row, b.high.row), []).append(len(b.links))
+    parts = []
+    for (low, high), counts in sorted(sizes.items()):
+        span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
+        parts.append(f"{agg.row_names[low]}–{agg.row_names[high]} {span} links")
+    return ", ".join(parts)
+
+
+def draw_blocks(topology: Topology, path: str | PathLike[str],
+                values: LinkValues | None = None) -> None:
+    """Draw ``topology`` as blocks into an image file (module docstring)."""
+    agg = aggregate(topology)
+    width, height, boxes, row_y = block_layout(agg)
+    rails = topology.kind == "rail-optimized"
+    colours = rail_colours(topology.spec.gpus_per_server)
+    legend_rows = -(-len(colours) // LEGEND_COLUMNS) if rails else 0
+    bottom_margin = BOTTOM_MARGIN_IN + LEGEND_ROW_IN * legend_rows
+    note = ("Drawn as blocks, one line per bundle of links (" + _bundle_sizes(agg)
+            + "); `aifabric topo draw --aggregate off` draws every node")
+    heading = title(topology) + "\n" + note + (f"\n{values.heading}"
+                                              if values and values.heading else "")
+    top_margin = TOP_MARGIN_IN + HEADING_IN * (heading.count("\n") - 1)
+    figure_width = (LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN
+                    + (COLOURBAR_MARGIN_IN if values else 0.0))
+    figure_height = top_margin + height + bottom_margin
+    figure = Figure(figsize=(figure_width, figure_height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_axes((LEFT_MARGIN_IN / figure_width, bottom_margin / figure_height,
+                            width / figure_width, height / figure_height))
+    axes.set_xlim(0, width)
+    axes.set_ylim(0, height)
+    axes.axis("off")
+
+    _draw_bundles(axes, agg, boxes, colours if rails else None, values)
+    for group in agg.groups:
+        box = boxes[group.key]
+        face, edge, text_colour = _block_colours(topology, group, colours)
+        axes.add_patch(FancyBboxPatch(
+            (box.x - box.width / 2, box.bottom), box.width, box.height,
+            boxstyle="round,pad=0,rounding_size=0.06", facecolor=face, edgecolor=edge,
+            linewidth=1.0, zorder=3))
+        axes.text(box.x, box.y + 0.1, group.label, ha="center", va="center", fontsize=7.5,
+                  color=text_colour, zorder=5)
+        axes.text(box.x, box.y - 0.12, _member_words(topology, group), ha="center",
+                  va="center", fontsize=6, color=text_colour, zorder=5)
+    for name, y in zip(agg.row_names, row_y):
+        axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=MUTED_COLOUR,
+                  style="italic", clip_on=False)
+
+    if rails:
+        handles = [Patch(facecolor=c, edgecolor="none", label=f"rail {r}")
+                   for r, c in enumerate(colours)]
+        legend = figure.legend(
+            handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
+            ncol=min(len(handles), LEGEND_COLUMNS), fontsize=7, frameon=False,
+            handlelength=1.2, columnspacing=1.2,
+            title="leaf colour = rail"
+            + ("" if values else ", host bundles in their rail's colour"),
+            title_fontsize=7)
+        legend.get_title().set_color(MUTED_COLOUR)
+    figure.text(0.5, 1 - 0.12 / figure_height, heading, ha="center", va="top", fontsize=9,
+                color=TEXT_COLOUR)
+    if values is not None:
+        bar_left = LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN
+        cax = figure.add_axes((bar_left / figure_width, (bottom_margin + 0.1 * height)
+                               / figure_height, 0.14 / figure_width, 0.8 * height / figure_height))
+        bar = figure.colorbar(ScalarMappable(Normalize(0, 100), value_colours()), cax=cax)
+        bar.set_ticks([0, 25, 50, 75, 100])
+        bar.set_ticklabels(["0 %", "25 %", "50 %", "75 %", "100 %"])
+        bar.ax.tick_params(labelsize=7, colors=MUTED_COLOUR)
+        bar.set_label(values.label + ", busiest link of a bundle", fontsize=8, color=TEXT_COLOUR)
+        bar.outline.set_edgecolor(MUTED_COLOUR)
+    figure.savefig(path, dpi=DPI)
+
+
+def _draw_bundles(axes: Axes, agg: Aggregation, boxes: dict[GroupKey, Box],
+                  colours: list[tuple[float, float, float, float]] | None,
+                  values: LinkValues | None) -> None:
+    ends = _ends(agg, boxes)
+    cmap = value_colours()
+    low_w, high_w = VALUE_WIDTH_PT
+    texts: list[tuple[float, str, float, float, float, float]] = []
+    for i, bundle in enumerate(agg.bundles):
+        x0, x1 = ends[i]
+        y0, y1 = boxes[bundle.low].top, boxes[bundle.high].bottom
+        if values is None:
+            colour = (colours[bundle.high.rail] if colours is not None
+                      and bundle.high.rail is not None else FABRIC_LINK_COLOUR)
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=colour, alpha=0.85, zorder=1,
+                                 linewidth=min(1.0 + len(bundle.links) / 32, 3.0)))
+            if len(agg.bundles) <= COUNTED_BUNDLES:
+                texts.append((0.0, f"{len(bundle.links)}", x0, y0, x1, y1))
+            continue
+        value = bundle_value(bundle, values)
+        if value > 0:
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=cmap(value),
+                                 linewidth=low_w + (high_w - low_w) * value,
+                                 solid_capstyle="butt", zorder=1 + 0.4 * value))
+            texts.append((value, f"max {value * 100:.0f} %", x0, y0, x1, y1))
+        else:
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=IDLE_LINK_COLOUR, linewidth=0.6,
+                                 linestyle=(0, (3, 2)), zorder=0.8))
+    if values is not None:
+        texts = sorted(texts, key=lambda item: -item[0])[:LABELLED_BUNDLES]
+    placed: list[tuple[float, float, float]] = []
+    for value, text, x0, y0, x1, y1 in texts:
+        x, y = free_spot(text, x0, y0, x1, y1, placed, (0.5, 0.62, 0.38, 0.74, 0.26))
+        axes.text(x, y, text, ha="center", va="center", fontsize=6, color=TEXT_COLOUR,
+                  zorder=6, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white",
+                                  "edgecolor": cmap(value) if values else FABRIC_LINK_COLOUR,
+                                  "linewidth": 0.6, "alpha": 0.92})
