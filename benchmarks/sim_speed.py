@@ -4,7 +4,7 @@ and on several MPI ranks, the speed-up against one. Prints figures, not a
 verdict:
 
     python benchmarks/sim_speed.py [--sizes 16,64,128] [--bytes-per-gpu 256KB]
-        [--loads ring,permutation] [--k 8] [--ranks 1,2,4] [--json]
+        [--loads ring,permutation] [--k 8] [--ranks 1,2,4|all] [--json]
 
 Loads: ``ring`` (below) and ``permutation``, htsim's canonical case: a
 k-ary fat-tree (k = 8: 128 hosts), 100 Gb/s and 1 us a hop, MTU 4096, PFC,
@@ -22,7 +22,8 @@ Load: every GPU writes ``--bytes-per-gpu`` to the GPU of the same index on
 the next server (a rail-aligned ring shift: one leaf hop each, every host
 link busy in both directions), all at once, on rail-optimized fabrics of
 100 Gb/s links (16 GPUs: 4 servers x 4; 64: 8 x 8; 128: 16 x 8; 2/4/4
-spines), DCQCN and PFC at their defaults. A "hop" is a frame delivered at
+spines; 256, 512, 1,024: 32, 64, 128 servers x 8, 16 servers a leaf, 4/8/16
+spines, so the shift crosses the spines between leaf groups), DCQCN and PFC at their defaults. A "hop" is a frame delivered at
 the far end of a link; a data packet of this load takes two (NIC to leaf,
 leaf to NIC), through one switch pipeline.
 
@@ -53,17 +54,33 @@ from emulator.run.sim import run_sim  # noqa: E402
 from emulator.scenario.loader import load_scenario, scenario_from_dict  # noqa: E402
 from emulator.scenario.units import parse_size_bytes  # noqa: E402
 
-SHAPES = {16: (4, 4, 2), 64: (8, 8, 4), 128: (16, 8, 4)}
+# GPUs: (servers, GPUs a server, spines, servers a leaf); 256 and up are
+# topologies/rail-128x8.yaml's shape (16 servers a leaf, 8 rails) cut down.
+SHAPES = {16: (4, 4, 2, 4), 64: (8, 8, 4, 8), 128: (16, 8, 4, 16), 256: (32, 8, 4, 16),
+          512: (64, 8, 8, 16), 1024: (128, 8, 16, 16)}
+
+
+def rank_counts(text: str) -> list[int]:
+    """``1,2,4`` as given, or ``all``: 1, 2, 4, ... up to this machine's cores."""
+    if text != "all":
+        return [int(x) for x in text.split(",")]
+    counts, n = [], 1
+    while n <= (os.cpu_count() or 1):
+        counts.append(n)
+        n *= 2
+    return counts
 
 
 def ring_shift(gpus: int, size: str) -> dict:  # type: ignore[type-arg]
-    servers, per_server, spines = SHAPES[gpus]
+    if gpus not in SHAPES:
+        raise SystemExit(f"--sizes: {gpus} GPUs is not one of {', '.join(map(str, SHAPES))}")
+    servers, per_server, spines, per_leaf = SHAPES[gpus]
     flows = [{"id": f"s{s}g{g}", "src": f"srv{s}/gpu{g}", "dst": f"srv{(s + 1) % servers}/gpu{g}",
               "size": size, "start": "0s"}
              for s in range(servers) for g in range(per_server)]
     return {"name": f"bench-{gpus}", "target": "sim", "duration": "20ms", "seed": 1,
             "topology": {"name": f"bench-{gpus}", "kind": "rail-optimized", "servers": servers,
-                         "gpus_per_server": per_server, "servers_per_leaf": servers,
+                         "gpus_per_server": per_server, "servers_per_leaf": per_leaf,
                          "spines": spines, "host_link": {"rate": "100Gbps", "delay": "1us"},
                          "fabric_link": {"rate": "100Gbps", "delay": "1us"}},
             "switches": {"buffer": "2MB"}, "workload": {"flows": flows}}
@@ -165,17 +182,18 @@ def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="16,64,128", help="GPU counts (16, 64, 128)")
+    parser.add_argument("--sizes", default="16,64,128",
+                        help="GPU counts (16, 64, 128, 256, 512, 1024)")
     parser.add_argument("--bytes-per-gpu", default="256KB")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--ranks", default="", help="rank counts to compare, e.g. 1,2,4 "
-                        "(default: none, one engine as before)")
+    parser.add_argument("--ranks", default="", help="rank counts to compare, e.g. 1,2,4, or all "
+                        "(1, 2, 4, ... up to the cores here; default: none, one engine)")
     parser.add_argument("--loads", default="ring", help="ring, permutation, or both")
     parser.add_argument("--k", type=int, default=8, help="fat-tree k of the permutation")
     parser.add_argument("--partition", default="auto", help="auto, switch or a file")
     args = parser.parse_args()
     if args.ranks:
-        ranks_list = [int(x) for x in args.ranks.split(",")]
+        ranks_list = rank_counts(args.ranks)
         rows = scaling(args.loads.split(","), [int(x) for x in args.sizes.split(",")], args.k,
                        ranks_list, args.bytes_per_gpu, args.partition)
         if args.json:
@@ -184,11 +202,13 @@ def main() -> int:
             return 0
         print(f"virtual-time target on MPI ranks ({os.cpu_count()} cores here)")
         print(f"{'load':>12} {'ranks':>5} {'hops':>9} {'done':>5} {'wall s':>8} "
-              f"{'speed-up':>8} {'effic.':>6} {'hops/cpu-s':>10} {'windows':>8} same")
+              f"{'speed-up':>8} {'effic.':>6} {'hops/cpu-s':>10} {'windows':>8} same  "
+              f"hops/cpu-s per rank")
         for r in rows:
             print(f"{r['load']:>12} {r['ranks']:>5} {r['hops']:>9} {r['flows_completed']:>5} "
                   f"{r['wall_s']:>8.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.2f} "
-                  f"{r['hops_per_cpu_s']:>10} {r['windows']:>8} {r['same_fcts_as_first']}")
+                  f"{r['hops_per_cpu_s']:>10} {r['windows']:>8} {r['same_fcts_as_first']!s:>4}  "
+                  f"{','.join(map(str, r['per_rank_hops_per_cpu_s']))}")
         return 0
     rows = []
     for gpus in (int(x) for x in args.sizes.split(",")):

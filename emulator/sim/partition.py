@@ -21,7 +21,10 @@ the packets it will handle, from the scenario's flows (collectives
 included): every data frame costs a pass at each switch on its path (shared
 evenly over equal-cost paths) and, at :data:`AGENT_FRAME_WEIGHT` of that, a
 frame at the agents that send and receive it. Units that carry nothing
-still get a rank.
+still get a rank. With ``auto``, a pod or leaf group that carries more
+than a rank's share (total / ranks) is halved, by rail or by tier, until
+none does (:func:`_split_heavy`): more ranks than pods or groups still
+balance.
 
 **Lookahead.** A frame sent on a link whose ends are on two ranks reaches
 the other rank no sooner than the link's delay later, so a rank may run
@@ -152,6 +155,39 @@ def _units(topology: Topology, how: str) -> list[list[str]]:
     return list(groups.values()) + alone
 
 
+def _split_heavy(topology: Topology, units: list[list[str]], work: dict[str, float],
+                 ranks: int) -> list[list[str]]:
+    """Halve every unit that carries more than a rank's share of the work
+    (total / ranks), until none does or it is one switch: its switches in
+    topology order, cut in two (a leaf group: rails 0..R/2-1 and the rest; a
+    pod: edge and aggregation halves), its servers with the half holding
+    their switches (a server whose NICs plug into both halves: the lighter
+half). Fewer cut links than ``switch``, and ranks
+    beyond the pods or leaf groups still get a share."""
+    share = sum(work.values()) / ranks
+    servers = {s.name: {topology.gpu(g).switch for g in s.gpus} for s in topology.servers}
+    out: list[list[str]] = []
+    todo = list(units)
+    while todo:
+        unit = todo.pop(0)
+        switches = [n for n in unit if n not in servers]
+        if len(switches) < 2 or sum(work.get(n, 0.0) for n in unit) <= share:
+            out.append(unit)
+            continue
+        first = set(switches[:len(switches) // 2])
+        halves: list[list[str]] = [[n for n in switches if n in first],
+                                   [n for n in switches if n not in first]]
+        loads = [sum(work.get(n, 0.0) for n in half) for half in halves]
+        for name in unit:
+            if name in servers:
+                sides = {0 if sw in first else 1 for sw in servers[name]}
+                side = sides.pop() if len(sides) == 1 else min((0, 1), key=lambda h: loads[h])
+                halves[side].append(name)
+                loads[side] += work.get(name, 0.0)
+        todo[:0] = halves
+    return out
+
+
 def _from_file(path: Path, topology: Topology, ranks: int) -> dict[str, int]:
     try:
         data = yaml.safe_load(path.read_text())
@@ -209,6 +245,8 @@ def partition(topology: Topology, ranks: int, flows: Iterable[FlowLoad] = (),
         rank_of = {}
         loads = [0.0] * ranks
         units = _units(topology, how)
+        if how == "auto":
+            units = _split_heavy(topology, units, work, ranks)
         weighed = sorted(((sum(work.get(n, 0.0) for n in unit), i, unit)
                           for i, unit in enumerate(units)), key=lambda u: (-u[0], u[1]))
         units_of = [0] * ranks

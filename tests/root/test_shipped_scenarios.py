@@ -20,7 +20,10 @@ from tests.root.host_noise import skip_if_the_host_stalled
 pytestmark = pytest.mark.root
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml") if p.name != "quickstart.yaml")
+# allreduce-1024gpu is sim-only and too big for a run here at its size: it
+# runs, cut to 1 MB, in tests/unit/sim/test_sim_shipped.py.
+SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml")
+                 if p.name not in ("quickstart.yaml", "allreduce-1024gpu.yaml"))
 
 
 def test_scenarios_shipped():

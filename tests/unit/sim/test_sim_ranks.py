@@ -253,6 +253,44 @@ def test_a_rank_that_fails_stops_the_others(tmp_path: Path) -> None:
                for path in stopped)
 
 
+@needs_mpi
+def test_ctrl_c_on_one_rank_stops_every_rank_and_progress_follows_the_slowest(
+        tmp_path: Path) -> None:
+    """Rank 1 gets SIGINT (Ctrl-C) at 50 us of simulated time: both ranks
+    leave the windows interrupted, at the same agreement, not a hang. Rank 0
+    has its next event 30 us ahead of rank 1's at every step: the time each
+    window reports (the progress bar's) is rank 1's, never ahead of it."""
+    script = tmp_path / "sigint.py"
+    script.write_text(
+        "import json, signal\n"
+        "from mpi4py import MPI\n"
+        "from emulator.sim.engine import Engine\n"
+        "from emulator.sim.parallel import run_windows\n"
+        "comm = MPI.COMM_WORLD\n"
+        "rank = comm.Get_rank()\n"
+        "engine = Engine()\n"
+        "seen = []\n"
+        "if rank == 0:\n"
+        "    engine.call_at(30e-6, lambda now: engine.every(1e-6, lambda now: None))\n"
+        "else:\n"
+        "    engine.every(1e-6, lambda now: None)\n"
+        "    engine.call_at(50e-6, lambda now: signal.raise_signal(signal.SIGINT))\n"
+        "stats = run_windows(engine, comm, 1e-3, 1e-6, {}, {}, on_window=seen.append)\n"
+        f"open(f'{tmp_path}/rank{{rank}}.json', 'w').write(json.dumps(\n"
+        "    {'interrupted': stats.interrupted, 'windows': stats.windows, 'seen': seen}))\n")
+    from emulator.run.mpi import mpiexec_command
+    done = subprocess.run(mpiexec_command(2, [sys.executable, str(script)]), cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=120)
+    paths = [tmp_path / f"rank{r}.json" for r in (0, 1)]
+    assert all(path.is_file() for path in paths), done.stdout + done.stderr
+    zero, one = (json.loads(path.read_text()) for path in paths)
+    assert zero["interrupted"] and one["interrupted"]
+    assert zero["windows"] == one["windows"] and zero["seen"] == one["seen"]
+    assert zero["seen"][0] == 0.0 and zero["seen"] == sorted(zero["seen"])
+    assert 49e-6 <= zero["seen"][-1] <= 51e-6, zero["seen"][-1]
+
+
 def test_ranks_need_the_sim_target(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run",
