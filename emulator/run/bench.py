@@ -73,10 +73,11 @@ def bench_collective(op: str, size_list: list[int], gpus: str,
         with tempfile.TemporaryDirectory(prefix="aifabric-bench-") as out:
             result = run_sim(scenario, out, progress=False)
         coll = result["collectives"][0]
+        time_s = coll["time_s"]
         rows.append({"size_bytes": size, "count": size // ELEMENT_BYTES, "type": "float",
                      "redop": "sum" if op in ("all_reduce", "reduce_scatter") else "none",
                      "root": -1, "ranks": coll["ranks"],
-                     "time_us": None if coll["time_s"] is None else coll["time_s"] * 1e6,
+                     "time_us": None if time_s is None else round(time_s * 1e6, 3),
                      "algbw_GBps": None if coll["algbw_bps"] is None
                      else coll["algbw_bps"] / 8e9,
                      "busbw_GBps": None if coll["busbw_bps"] is None

@@ -32,3 +32,16 @@ def test_bad_flags_one_line(argv, needle, capsys):
     assert main(["bench", "collective", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err
+
+
+@pytest.mark.parametrize("op, factor", [("all_gather", 3 / 4), ("reduce_scatter", 3 / 4),
+                                        ("alltoall", 3 / 4), ("all_reduce", 6 / 4)])
+def test_json_rows_carry_nccl_tests_busbw_factor(op, factor, capsys):
+    import json
+    assert main(["bench", "collective", "--op", op, "-b", "4K", "-e", "8K", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["clock"] == "sim" and [r["size_bytes"] for r in out["rows"]] == [4096, 8192]
+    for row in out["rows"]:
+        assert row["busbw_GBps"] == pytest.approx(row["algbw_GBps"] * factor, rel=1e-6)
+        assert row["algbw_GBps"] == pytest.approx(row["size_bytes"] / row["time_us"] / 1e3,
+                                                  rel=1e-3)
