@@ -171,6 +171,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
 
     partial = False
     errors: list[str] = []
+    ended: dict[str, Any] = {"reason": "stopped", "at_s": 0.0}  # until the traffic runs
     agent_stats: dict[str, dict[str, Any] | None] = {s: None for s in servers}
     counters: dict[str, Any] = {}
     queue_stats: dict[str, Any] = {}
@@ -258,10 +259,11 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                                   poll=live_poller(qclients, cpu))
             timings["drive_s"] = round(time.perf_counter() - clock, 3)
             try:
-                _drive(scenario, qps, flows, agents, start_unix, actions, events_done,
-                       progress, feeding, observer)
+                ended = _drive(scenario, qps, flows, agents, start_unix, actions, events_done,
+                               progress, feeding, observer)
             except KeyboardInterrupt:
                 partial = True
+                ended = {"reason": "stopped", "at_s": round(time.time() - start_unix, 4)}
                 errors.append("interrupted (Ctrl-C): results are partial")
             finally:
                 cpu.stop()
@@ -300,6 +302,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
     return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
                                 queue_stats, queue_series, start_unix, end_unix, partial,
                                 {"events": events_done, "errors": errors, "timings": timings,
+                                 "ended": ended,
                                  "fidelity": fidelity,
                                  **({"time_scale_choice": scenario.time_scale_choice}
                                     if scenario.time_scale_choice else {}),
@@ -327,10 +330,13 @@ def _read_all(read: Callable[[str], Any], switches: Any,
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
            start_unix: float, actions: LiveFabricActions, events_done: list[dict[str, Any]],
            show_progress: bool, feeding: dict[str, int] | None = None,
-           observer: Any = None) -> None:
-    """The run itself: events, feeding, progress, until the duration is up;
-    ``feeding["starved"]`` gets the times a fed flow ran dry; ``observer``
-    gets the agents' status of every progress poll."""
+           observer: Any = None) -> dict[str, Any]:
+    """The run itself: events, feeding, progress, until the duration is up
+    or, when every flow is sized (nothing fed, no event left), until every
+    byte is acknowledged (the fabric holds none of it then); returns why and
+    when it ended (seconds since the common start). ``feeding["starved"]``
+    gets the times a fed flow ran dry; ``observer`` gets the agents' status
+    of every progress poll."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from emulator.traffic.agent.control import AgentClient
@@ -349,6 +355,8 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
     feeder = Feeder(scenario, qps, ops)
     feeding = {} if feeding is None else feeding
     sized = sum(q.size_bytes or 0 for q in qps)
+    # only sized work: the run may end once all of it is acknowledged
+    sized_only = bool(qps) and not feeder.states and all(q.size_bytes for q in qps)
     end = start_unix + scenario.duration_s
     next_stats = 0.0
     try:
@@ -359,7 +367,7 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
             while True:
                 now = time.time()
                 if now >= end:
-                    break
+                    return {"reason": "duration reached", "at_s": round(scenario.duration_s, 4)}
                 t = now - start_unix
                 while pending and pending[0].at_ns / 1e9 <= t:
                     event = pending.pop(0)
@@ -381,6 +389,8 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                     clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
+                    if sized_only and not pending and t >= 0 and done >= sized:
+                        return {"reason": "work done", "at_s": round(t, 4)}
                 time.sleep(min(TICK_S, max(0.0, end - time.time())))
     finally:
         feeding["starved"] = feeder.starved
