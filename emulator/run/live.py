@@ -15,7 +15,8 @@ dispatches here):
    namespace, with a common ``start_at_unix`` a little in the future
    (:data:`START_MARGIN_S` + :data:`START_PER_AGENT_S` per agent), and
    waits for every ``ready``;
-5. runs until ``start_at_unix + duration``: every :data:`TICK_S` it applies
+5. runs until ``start_at_unix + duration``, or, when every flow is sized
+   and no event is left, until every byte is acknowledged: every :data:`TICK_S` it applies
    due events (``stop_flow``; ``link_down``/``link_up`` set the switch-side
    interfaces of the link down/up in the root namespace: no failure
    detection or re-routing, so ECMP keeps hashing onto a down link, as a
@@ -263,7 +264,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                                progress, feeding, observer)
             except KeyboardInterrupt:
                 partial = True
-                ended = {"reason": "stopped", "at_s": round(time.time() - start_unix, 4)}
+                ended = _ended("stopped", max(0.0, time.time() - start_unix), scenario)
                 errors.append("interrupted (Ctrl-C): results are partial")
             finally:
                 cpu.stop()
@@ -327,6 +328,15 @@ def _read_all(read: Callable[[str], Any], switches: Any,
     return out
 
 
+def _ended(reason: str, at_s: float, scenario: Scenario) -> dict[str, Any]:
+    """Why and when (seconds since the common start, emulated; ``at_dc_s``:
+    in the scenario's own units when a time scale slowed it) the run ended."""
+    out: dict[str, Any] = {"reason": reason, "at_s": round(at_s, 4)}
+    if scenario.time_scale != 1:
+        out["at_dc_s"] = round(at_s / scenario.time_scale, 6)
+    return out
+
+
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
            start_unix: float, actions: LiveFabricActions, events_done: list[dict[str, Any]],
            show_progress: bool, feeding: dict[str, int] | None = None,
@@ -367,7 +377,7 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
             while True:
                 now = time.time()
                 if now >= end:
-                    return {"reason": "duration reached", "at_s": round(scenario.duration_s, 4)}
+                    return _ended("duration reached", scenario.duration_s, scenario)
                 t = now - start_unix
                 while pending and pending[0].at_ns / 1e9 <= t:
                     event = pending.pop(0)
@@ -390,7 +400,7 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
                     if sized_only and not pending and t >= 0 and done >= sized:
-                        return {"reason": "work done", "at_s": round(t, 4)}
+                        return _ended("work done", t, scenario)
                 time.sleep(min(TICK_S, max(0.0, end - time.time())))
     finally:
         feeding["starved"] = feeder.starved
