@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "shell": "emulator.cli.shell",
     "report": "emulator.cli.report",
     "view": "emulator.cli.view",
+    "bench": "emulator.cli.bench",
 }
 
 

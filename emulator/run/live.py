@@ -15,7 +15,8 @@ dispatches here):
    namespace, with a common ``start_at_unix`` a little in the future
    (:data:`START_MARGIN_S` + :data:`START_PER_AGENT_S` per agent), and
    waits for every ``ready``;
-5. runs until ``start_at_unix + duration``: every :data:`TICK_S` it applies
+5. runs until ``start_at_unix + duration``, or, when every flow is sized
+   and no event is left, until every byte is acknowledged: every :data:`TICK_S` it applies
    due events (``stop_flow``; ``link_down``/``link_up`` set the switch-side
    interfaces of the link down/up in the root namespace: no failure
    detection or re-routing, so ECMP keeps hashing onto a down link, as a
@@ -171,6 +172,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
 
     partial = False
     errors: list[str] = []
+    ended: dict[str, Any] = {"reason": "stopped", "at_s": 0.0}  # until the traffic runs
     agent_stats: dict[str, dict[str, Any] | None] = {s: None for s in servers}
     counters: dict[str, Any] = {}
     queue_stats: dict[str, Any] = {}
@@ -258,10 +260,11 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                                   poll=live_poller(qclients, cpu))
             timings["drive_s"] = round(time.perf_counter() - clock, 3)
             try:
-                _drive(scenario, qps, flows, agents, start_unix, actions, events_done,
-                       progress, feeding, observer)
+                ended = _drive(scenario, qps, flows, agents, start_unix, actions, events_done,
+                               progress, feeding, observer)
             except KeyboardInterrupt:
                 partial = True
+                ended = _ended("stopped", max(0.0, time.time() - start_unix), scenario)
                 errors.append("interrupted (Ctrl-C): results are partial")
             finally:
                 cpu.stop()
@@ -300,6 +303,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
     return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
                                 queue_stats, queue_series, start_unix, end_unix, partial,
                                 {"events": events_done, "errors": errors, "timings": timings,
+                                 "ended": ended,
                                  "fidelity": fidelity,
                                  **({"time_scale_choice": scenario.time_scale_choice}
                                     if scenario.time_scale_choice else {}),
@@ -324,13 +328,25 @@ def _read_all(read: Callable[[str], Any], switches: Any,
     return out
 
 
+def _ended(reason: str, at_s: float, scenario: Scenario) -> dict[str, Any]:
+    """Why and when (seconds since the common start, emulated; ``at_dc_s``:
+    in the scenario's own units when a time scale slowed it) the run ended."""
+    out: dict[str, Any] = {"reason": reason, "at_s": round(at_s, 4)}
+    if scenario.time_scale != 1:
+        out["at_dc_s"] = round(at_s / scenario.time_scale, 6)
+    return out
+
+
 def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentProcess],
            start_unix: float, actions: LiveFabricActions, events_done: list[dict[str, Any]],
            show_progress: bool, feeding: dict[str, int] | None = None,
-           observer: Any = None) -> None:
-    """The run itself: events, feeding, progress, until the duration is up;
-    ``feeding["starved"]`` gets the times a fed flow ran dry; ``observer``
-    gets the agents' status of every progress poll."""
+           observer: Any = None) -> dict[str, Any]:
+    """The run itself: events, feeding, progress, until the duration is up
+    or, when every flow is sized (nothing fed, no event left), until every
+    byte is acknowledged (the fabric holds none of it then); returns why and
+    when it ended (seconds since the common start). ``feeding["starved"]``
+    gets the times a fed flow ran dry; ``observer`` gets the agents' status
+    of every progress poll."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from emulator.traffic.agent.control import AgentClient
@@ -349,6 +365,8 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
     feeder = Feeder(scenario, qps, ops)
     feeding = {} if feeding is None else feeding
     sized = sum(q.size_bytes or 0 for q in qps)
+    # only sized work: the run may end once all of it is acknowledged
+    sized_only = bool(qps) and not feeder.states and all(q.size_bytes for q in qps)
     end = start_unix + scenario.duration_s
     next_stats = 0.0
     try:
@@ -359,7 +377,7 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
             while True:
                 now = time.time()
                 if now >= end:
-                    break
+                    return _ended("duration reached", scenario.duration_s, scenario)
                 t = now - start_unix
                 while pending and pending[0].at_ns / 1e9 <= t:
                     event = pending.pop(0)
@@ -381,6 +399,8 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                     clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
+                    if sized_only and not pending and t >= 0 and done >= sized:
+                        return _ended("work done", t, scenario)
                 time.sleep(min(TICK_S, max(0.0, end - time.time())))
     finally:
         feeding["starved"] = feeder.starved

@@ -304,7 +304,10 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
     if ranks is not None:
         sim_block.update(rank_figures(shares, ranks))
     extra: dict[str, Any] = {"events": [e[3] for e in merged.events], "errors": errors,
-                             "timings": timings, "sim": sim_block}
+                             "timings": timings, "sim": sim_block,
+                             # the engine runs the whole duration (work done or not)
+                             "ended": {"reason": "stopped" if merged.partial
+                                       else "duration reached", "at_s": end}}
     if scenario.ignored_time_scale is not None:
         extra["ignored_time_scale"] = scenario.ignored_time_scale
     if captures:

@@ -49,6 +49,8 @@ def test_run_quickstart(tmp_path):
             "hosts", "totals", "checks"} <= set(results)
     assert results["scenario"] == "quickstart" and results["target"] == "builtin"
     assert results["partial"] is False and results["errors"] == []
+    # only sized flows: the run ends once every byte is acknowledged, before the duration
+    assert results["ended"]["reason"] == "work done", results["ended"]
     assert results["flows"] and all(f["completed"] and f["goodput_bps"] > 0
                                     for f in results["flows"])
     check_invariants(results)
