@@ -64,7 +64,7 @@ class CrcSpec:
     """A CRC in the parametrised form BMv2 uses (polynomial, initial
     remainder, final xor, reflected data, reflected remainder)."""
 
-    __slots__ = ("width", "poly", "init", "xor_out", "refin", "refout", "_table")
+    __slots__ = ("width", "poly", "init", "xor_out", "refin", "refout", "_table", "_memo")
 
     def __init__(self, width: int, poly: int, init: int, xor_out: int,
                  refin: bool, refout: bool) -> None:
@@ -79,8 +79,21 @@ class CrcSpec:
                 rem = ((rem << 1) ^ poly) if rem & top else (rem << 1)
             table.append(rem & mask)
         self._table = tuple(table)
+        # Answers by input (a CRC is a pure function of its bytes): an ECMP
+        # hash sees the same 5-tuple for every packet of a flow. Bounded: it
+        # starts over when full, which changes no answer.
+        self._memo: dict[bytes, int] = {}
 
     def __call__(self, data: bytes) -> int:
+        memo = self._memo
+        value = memo.get(data)
+        if value is None:
+            if len(memo) >= CRC_MEMO_ENTRIES:
+                memo.clear()
+            value = memo[data] = self._compute(data)
+        return value
+
+    def _compute(self, data: bytes) -> int:
         width, table = self.width, self._table
         mask = (1 << width) - 1
         shift = width - 8
@@ -97,6 +110,7 @@ class CrcSpec:
         return rem ^ self.xor_out
 
 
+CRC_MEMO_ENTRIES = 1 << 16  # inputs a CRC remembers (about 100 bytes each)
 _BYTE_REFLECT = tuple(_reflect(b, 8) for b in range(256))
 CRC16 = CrcSpec(16, 0x8005, 0x0000, 0x0000, True, True)
 CRC32_CUSTOM_DEFAULT = CrcSpec(32, 0x04C11DB7, 0xFFFFFFFF, 0xFFFFFFFF, True, True)

@@ -23,6 +23,8 @@ from emulator.p4.exec.externs import MeterCell, pack_bits
 
 # Keys remembered per scanned table before the memo starts over.
 MEMO_ENTRIES = 4096
+# Selector hashes remembered per action profile before that memo starts over.
+SELECTOR_HASHES = 1 << 16
 
 ActionFn = Callable[..., object]
 
@@ -92,6 +94,9 @@ class ActionProfile:
         self.groups: dict[int, list[int]] = {}
         self.group_weights: dict[int, dict[int, int]] = {}
         self.group_max_size: dict[int, int] = {}
+        # Hash by selector fields (a pure function of them): every packet of
+        # a flow has the same fields. Bounded: starts over when full.
+        self._hashes: dict[tuple[tuple[int, int], ...], int] = {}
 
     @property
     def with_selector(self) -> bool:
@@ -126,7 +131,13 @@ class ActionProfile:
             return None
         # BMv2 takes the hash as an unsigned int (32 bits) whatever the
         # selector's declared output width, then ``hash % group size``.
-        value = self.hash_fn(pack_bits(selector_parts)) & 0xFFFFFFFF
+        hashes = self._hashes
+        value = hashes.get(selector_parts)  # type: ignore[call-overload]
+        if value is None:
+            if len(hashes) >= SELECTOR_HASHES:
+                hashes.clear()
+            value = hashes[selector_parts] = (  # type: ignore[index]
+                self.hash_fn(pack_bits(selector_parts)) & 0xFFFFFFFF)
         return self.members[members[value % len(members)]]
 
 

@@ -1,0 +1,97 @@
+"""Where the virtual-time target spends its CPU: one load (the k-ary
+fat-tree permutation or benchmarks/sim_speed.py's ring shift) run on one
+engine, its output folder kept, its hops per CPU second printed and, with
+``--profile``, cProfile's top functions by own time:
+
+    python benchmarks/sim_profile.py --load permutation --k 4 --out /tmp/run-a [--profile]
+    python benchmarks/sim_profile.py --compare /tmp/run-a /tmp/run-b
+
+``--compare`` checks that two output folders hold the same bytes, machine
+figures aside (results.json's wall/CPU times and per-second rates), so a
+speed change can be shown to change no result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MACHINE_KEYS = ("wall", "cpu", "per_s", "per_wall", "per_cpu", "seconds_taken", "started", "timings",
+                "finished", "host", "python")
+
+
+def _strip(value: Any) -> Any:
+    """``value`` without machine figures (keys naming wall/CPU time or rates)."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items()
+                if not any(m in k for m in MACHINE_KEYS)}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def compare(a: Path, b: Path) -> list[str]:
+    """Files that differ between run folders ``a`` and ``b``."""
+    names = sorted({p.relative_to(a) for p in a.rglob("*") if p.is_file()}
+                   | {p.relative_to(b) for p in b.rglob("*") if p.is_file()})
+    diffs = []
+    for name in names:
+        pa, pb = a / name, b / name
+        if not (pa.exists() and pb.exists()):
+            diffs.append(f"{name}: only in {'a' if pa.exists() else 'b'}")
+        elif name.suffix == ".json":
+            if _strip(json.loads(pa.read_text())) != _strip(json.loads(pb.read_text())):
+                diffs.append(f"{name}: differs beyond machine figures")
+        elif name.suffix in (".png", ".html", ".log"):
+            continue
+        elif pa.read_bytes() != pb.read_bytes():
+            diffs.append(f"{name}: bytes differ")
+    return diffs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--load", default="permutation", help="permutation or ring")
+    parser.add_argument("--k", type=int, default=4, help="fat-tree k of the permutation")
+    parser.add_argument("--gpus", type=int, default=16, help="GPUs of the ring shift")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/sim-profile"))
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    args = parser.parse_args()
+    if args.compare:
+        diffs = compare(*args.compare)
+        print("\n".join(diffs) if diffs else "same outputs (machine figures aside)")
+        return 1 if diffs else 0
+    from emulator.run.sim import run_sim
+    from emulator.scenario.loader import scenario_from_dict
+    if args.load == "permutation":
+        from tests.unit.sim.sim_kit import fat_tree_permutation
+        data = fat_tree_permutation(args.k, dcqcn=False)
+    else:
+        from benchmarks.sim_speed import ring_shift
+        data = ring_shift(args.gpus, "256KB")
+    scenario = scenario_from_dict(data, f"<{args.load}>")
+    prof = cProfile.Profile() if args.profile else None
+    if prof:
+        prof.enable()
+    results = run_sim(scenario, args.out, progress=False)
+    if prof:
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+    sim = results["sim"]
+    print(f"{args.load}: {sim['hops']} hops, {sim['cpu_s']:.2f} s CPU, "
+          f"{sim['hops_per_cpu_s']} hops per CPU second [CPU]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
