@@ -9,7 +9,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
@@ -26,6 +25,7 @@ from emulator.view.metrics import METRIC_NAMES
 from emulator.view.picture import PX_PER_IN, build_picture
 from emulator.view.replay import load_replay, load_replays
 from emulator.view.server import ViewServer, parse_address
+from tests.unit.view_run import FedSimRun
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -220,17 +220,10 @@ def _events(response: httpx.Response):
 
 
 def test_event_stream_resumes_where_it_left_off(tmp_path: Path) -> None:
-    state = RunState("qs")
-    feed = ViewFeed(state, speed=3.0, min_wall_s=0.0)  # 3 simulated s in about 1 s
-    scenario = load_scenario(QUICKSTART, target_override="sim")
-    box: dict = {}
-
-    def run() -> None:
-        box["results"] = run_sim(scenario, tmp_path, progress=False, observer=feed)
-        feed.on_end(box["results"])
+    run = FedSimRun(tmp_path, "qs", speed=3.0)  # 3 simulated s in about 1 s
+    state, feed = run.state, run.feed
     with ViewServer([state]) as server:
-        thread = threading.Thread(target=run)
-        thread.start()
+        run.start()
         url = f"{server.url}api/runs/0/events"
         seen: list[int] = []
         with httpx.stream("GET", url, timeout=30) as response:
@@ -253,7 +246,7 @@ def test_event_stream_resumes_where_it_left_off(tmp_path: Path) -> None:
                     seen += [f["seq"] for f in data]
                 elif event == "end":
                     end = data
-        thread.join()
+        run.join()
         assert seen == list(range(state.next_seq))
         assert end is not None and not end["partial"] and end["checks"]
         # a page that comes after the end gets everything, then the end
