@@ -123,7 +123,9 @@ def test_sim_feed_frames_show_the_flows(sim_run) -> None:
     idle = [f for f in frames if 0.2 <= f["t"] <= 0.55]
     assert idle and all(not f["util"] for f in idle)
     # what the frames delivered adds up to what the run says it delivered
-    delivered = sum(f["fl"].get("f-rail0", [0, 0])[1] * f["dt"] / 8 for f in frames)
+    # (the first frame is each flow's baseline: no goodput, and no time)
+    assert frames[0]["dt"] == 0 and all(g is None for _r, g in frames[0]["fl"].values())
+    delivered = sum((f["fl"].get("f-rail0", [0, 0])[1] or 0) * f["dt"] / 8 for f in frames)
     assert delivered == pytest.approx(1_500_000, rel=1e-6)
     assert frames[-1]["prog"]["acked"] == results["totals"]["bytes"]
 
