@@ -19,7 +19,7 @@ what happened over the interval since the previous sample::
      "util": {edge: fraction of the line},  "paused": [edge, ...],
      "q": {"switch:port:prio": depth bytes},
      "pfc": {"switch:port:prio": [pause frames per s, fraction of dt paused]},
-     "fl": {flow: [DCQCN rate bps, goodput bps]},
+     "fl": {flow: [DCQCN rate bps, goodput bps or None at its first answer]},
      "ecn": CE-marked packets received per s, "cnp": CNPs sent per s,
      "fid": {...}, "prog": {"t", "of", "acked", "total"}}
 
@@ -75,8 +75,9 @@ class Deriver:
         self._prev_t: float | None = None
         self._prev_edge_bytes: dict[str, int] = {}
         self._prev_queue: dict[tuple[str, int, int], tuple[float, int]] = {}
-        self._prev_flow: dict[str, tuple[int, int, int]] = {}
+        self._prev_flow: dict[str, tuple[float, int, int, int]] = {}  # t_s, rx, ce, cnps
         self._prev_switch_t: dict[str, float] = {}
+        self._prev_switches: set[str] = set()  # the switches the previous sample answered
 
     def add(self, t_s: float, snapshot: Mapping[str, Any]) -> dict[str, Any]:
         """The frame of the interval that ends at ``t_s``."""
@@ -110,6 +111,9 @@ class Deriver:
         paused_edges: set[str] = set()
         switch_dt: dict[str, float] = {}
         for name, answer in switches.items():
+            # a switch absent from the previous sample has no baseline: its
+            # counters since it started are not this interval's
+            fresh = name not in self._prev_switches
             # a live switch is read a little after the sample's time: its own
             # clock (time_s) gives the interval its counters cover
             now_s = (answer or {}).get("time_s")
@@ -142,7 +146,7 @@ class Deriver:
                         queues[label] = q.get("depth_bytes", 0)
                     frames_now = q.get("pfc_tx", 0) + q.get("pfc_rx", 0)
                     before = self._prev_queue.get(key, (0.0, 0))
-                    if dt > 0 and (q.get("paused_s", 0) > before[0] or frames_now > before[1]):
+                    if dt > 0 and not fresh and (q.get("paused_s", 0) > before[0] or frames_now > before[1]):
                         pfc[label] = [round((frames_now - before[1]) / dt, 3),
                                       round(min((q.get("paused_s", 0) - before[0]) / dt, 1.0), 4)]
                     self._prev_queue[key] = (q.get("paused_s", 0.0), frames_now)
@@ -150,6 +154,7 @@ class Deriver:
                         edge = pic.egress_edge.get((name, port))
                         if edge is not None:
                             paused_edges.add(edge)
+        self._prev_switches = {name for name, answer in switches.items() if answer}
         util: dict[str, float] = {}
         for edge, (switch, port, side) in pic.edge_counter.items():
             pair = port_bytes.get((switch, port))
@@ -179,10 +184,11 @@ class Deriver:
     # -- hosts ------------------------------------------------------------------------
     def _agents(self, agents: Mapping[str, Any], dt: float, frame: dict[str, Any]) -> None:
         per_flow: dict[str, list[float]] = {}
+        now_s = frame["t"]
         for plan in self.qps:
             src = ((agents.get(plan.src_server) or {}).get("qps") or {}).get(str(plan.qpn))
             dst = ((agents.get(plan.dst_server) or {}).get("qps") or {}).get(str(plan.qpn))
-            slot = per_flow.setdefault(plan.flow, [0.0, 0, 0, 0, 0, 0])
+            slot = per_flow.setdefault(plan.flow, [0.0, 0, 0, 0, 0, 0, False])
             if src:
                 slot[0] += src.get("rate_bps") or 0.0
                 slot[1] += src.get("bytes_acked", 0)
@@ -191,16 +197,23 @@ class Deriver:
                 slot[2] += dst.get("payload_bytes_rx", 0)
                 slot[3] += dst.get("ce_packets_rx", 0)
                 slot[4] += dst.get("cnps_sent", 0)
+                slot[6] = True  # the receiver answered: its counters are a baseline
         flows: dict[str, list[float]] = {}
         ce_total = cnp_total = 0
-        for flow, (rate, acked, rx, ce, cnps, cnps_rx) in per_flow.items():
-            before = self._prev_flow.get(flow, (0, 0, 0))
-            self._prev_flow[flow] = (rx, ce, cnps)
-            goodput = (rx - before[0]) * 8 / dt if dt > 0 else 0.0
-            ce_total += ce - before[1]
-            cnp_total += cnps - before[2]
-            flows[flow] = [round(rate, 1), round(goodput, 1)]
-            self.totals.flows[flow] = {"rate_bps": rate, "goodput_bps": goodput,
+        for flow, (rate, acked, rx, ce, cnps, cnps_rx, answered) in per_flow.items():
+            # a flow's first answer is its baseline: no goodput, marks or CNPs
+            # from a zero start (a chart would open on a spike)
+            # (nor from a receiver that did not answer this time)
+            known = answered and flow in self._prev_flow
+            before = self._prev_flow[flow] if known else (now_s, rx, ce, cnps)
+            if answered:
+                self._prev_flow[flow] = (now_s, rx, ce, cnps)
+            span_s = now_s - before[0]  # since its receiver last answered
+            goodput = (rx - before[1]) * 8 / span_s if known and span_s > 0 else None
+            ce_total += ce - before[2]
+            cnp_total += cnps - before[3]
+            flows[flow] = [round(rate, 1), None if goodput is None else round(goodput, 1)]
+            self.totals.flows[flow] = {"rate_bps": rate, "goodput_bps": goodput or 0.0,
                                        "acked_bytes": acked, "delivered_bytes": rx,
                                        "ce_packets": ce, "cnps_sent": cnps, "cnps_rx": cnps_rx}
         frame["fl"] = flows

@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,6 +27,7 @@ from emulator.view.feed import RunState, ViewFeed
 from emulator.view.picture import build_picture
 from emulator.view.replay import load_replays
 from emulator.view.server import ViewServer
+from tests.unit.view_run import FedSimRun
 
 pytestmark = pytest.mark.browser
 
@@ -70,18 +70,11 @@ def _show(page: Any, t: float) -> None:
 
 
 def test_page_follows_a_sim_run(page: Any, tmp_path: Path) -> None:
-    scenario = load_scenario(QUICKSTART, target_override="sim")
-    state = RunState("quickstart")
-    feed = ViewFeed(state, speed=1.0, min_wall_s=0.0)  # every bin
+    run = FedSimRun(tmp_path, "quickstart", speed=1.0)
+    scenario, state, feed = run.scenario, run.state, run.feed
     picture = build_picture(scenario.topology)
-    box: dict = {}
-
-    def run() -> None:
-        box["results"] = run_sim(scenario, tmp_path, progress=False, observer=feed)
-        feed.on_end(box["results"])
     with ViewServer([state]) as server:
-        thread = threading.Thread(target=run)
-        thread.start()
+        run.start()
         page.goto(server.url)
         _wait(page, f"{PANEL} && {PANEL}.cy && {PANEL}.frames.length > 10")
         assert page.evaluate(f"{PANEL}.state") == "running"
@@ -98,7 +91,7 @@ def test_page_follows_a_sim_run(page: Any, tmp_path: Path) -> None:
         _wait(page, f"{PANEL}.frames.length > {before} && {PANEL}.state !== 'reconnecting'", 10)
         assert state.info["state"] == "running"  # it came back before the end
         _wait(page, f"{PANEL}.state === 'ended'", 30)
-        thread.join()
+        run.join()
         # every frame once, in order, across the reconnect
         seqs = page.evaluate(f"{PANEL}.frames.map(f => f.seq)")
         assert seqs == list(range(state.next_seq))

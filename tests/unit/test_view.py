@@ -9,7 +9,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
@@ -26,6 +25,7 @@ from emulator.view.metrics import METRIC_NAMES
 from emulator.view.picture import PX_PER_IN, build_picture
 from emulator.view.replay import load_replay, load_replays
 from emulator.view.server import ViewServer, parse_address
+from tests.unit.view_run import FedSimRun
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -123,7 +123,9 @@ def test_sim_feed_frames_show_the_flows(sim_run) -> None:
     idle = [f for f in frames if 0.2 <= f["t"] <= 0.55]
     assert idle and all(not f["util"] for f in idle)
     # what the frames delivered adds up to what the run says it delivered
-    delivered = sum(f["fl"].get("f-rail0", [0, 0])[1] * f["dt"] / 8 for f in frames)
+    # (the first frame is each flow's baseline: no goodput, and no time)
+    assert frames[0]["dt"] == 0 and all(g is None for _r, g in frames[0]["fl"].values())
+    delivered = sum((f["fl"].get("f-rail0", [0, 0])[1] or 0) * f["dt"] / 8 for f in frames)
     assert delivered == pytest.approx(1_500_000, rel=1e-6)
     assert frames[-1]["prog"]["acked"] == results["totals"]["bytes"]
 
@@ -220,17 +222,10 @@ def _events(response: httpx.Response):
 
 
 def test_event_stream_resumes_where_it_left_off(tmp_path: Path) -> None:
-    state = RunState("qs")
-    feed = ViewFeed(state, speed=3.0, min_wall_s=0.0)  # 3 simulated s in about 1 s
-    scenario = load_scenario(QUICKSTART, target_override="sim")
-    box: dict = {}
-
-    def run() -> None:
-        box["results"] = run_sim(scenario, tmp_path, progress=False, observer=feed)
-        feed.on_end(box["results"])
+    run = FedSimRun(tmp_path, "qs", speed=3.0)  # 3 simulated s in about 1 s
+    state, feed = run.state, run.feed
     with ViewServer([state]) as server:
-        thread = threading.Thread(target=run)
-        thread.start()
+        run.start()
         url = f"{server.url}api/runs/0/events"
         seen: list[int] = []
         with httpx.stream("GET", url, timeout=30) as response:
@@ -253,7 +248,7 @@ def test_event_stream_resumes_where_it_left_off(tmp_path: Path) -> None:
                     seen += [f["seq"] for f in data]
                 elif event == "end":
                     end = data
-        thread.join()
+        run.join()
         assert seen == list(range(state.next_seq))
         assert end is not None and not end["partial"] and end["checks"]
         # a page that comes after the end gets everything, then the end
