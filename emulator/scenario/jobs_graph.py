@@ -27,7 +27,8 @@ have finished. :func:`evaluate` runs the graph with a communication cost
 (:class:`FabricCost`: nccl-style ring all-reduce, all-to-all and send
 times at a rate, with TP inside the scale-up domain taken as instantaneous
 as in :mod:`emulator.scenario.collectives`) and gives the iteration time,
-compute time, exposed communication by kind and the critical path.
+compute time, exposed communication by kind (the time a critical-path
+communication ran while its GPU computed nothing) and the critical path.
 
 Placement (:func:`place`): rank = tp_i + tp x (dp_i + dp x pp_i) (Megatron's
 order, TP fastest), ranks onto GPUs in topology order, so TP stays inside a
@@ -119,6 +120,7 @@ class Node:
     duration_s: float = 0.0
     size_bytes: int = 0
     group: int = 1  # ranks taking part in the communication
+    rank: int = 0  # the GPU (here: pipeline stage) it runs on; a transfer's sender
 
 
 def _one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:
@@ -149,29 +151,29 @@ def build_step(job: TrainingJob) -> list[Node]:
             if phase == "B" and s < job.pp - 1:
                 deps = (f"pp/B{s + 1}>{s}/{j}",)
             if phase == "B" and s == job.pp - 1:
-                nodes.append(Node(f"c/B{s}/{j}/out", "compute", stream, deps, 2 * out_s))
+                nodes.append(Node(f"c/B{s}/{j}/out", "compute", stream, deps, 2 * out_s, rank=s))
                 deps = ()
             for layer in layers:
                 base = f"{phase}{s}/{j}/L{layer}"
                 nodes.append(Node(f"c/{base}", "compute", stream, deps,
-                                  fwd_s if phase == "F" else 2 * fwd_s))
+                                  fwd_s if phase == "F" else 2 * fwd_s, rank=s))
                 deps = ()
                 comms = [("tp", act, job.tp)] * 2 if job.tp > 1 else []
                 if moe:
                     comms += [("ep", a2a, job.ep)] * 2
                 for k, (kind, size, group) in enumerate(comms):
-                    nodes.append(Node(f"{kind}/{base}/{k}", kind, stream, (), 0.0, size, group))
+                    nodes.append(Node(f"{kind}/{base}/{k}", kind, stream, (), 0.0, size, group, s))
                 if phase == "B" and j == job.micro_batches - 1:
                     last_bwd[(s, layer)] = nodes[-1].id
             if phase == "F" and s == job.pp - 1:
-                nodes.append(Node(f"c/F{s}/{j}/out", "compute", stream, (), out_s))
+                nodes.append(Node(f"c/F{s}/{j}/out", "compute", stream, (), out_s, rank=s))
             done = nodes[-1].id
             if phase == "F" and s < job.pp - 1:
                 nodes.append(Node(f"pp/F{s}>{s + 1}/{j}", "pp", f"pp{s}>{s + 1}", (done,),
-                                  0.0, act, 2))
+                                  0.0, act, 2, s))
             if phase == "B" and s > 0:
                 nodes.append(Node(f"pp/B{s}>{s - 1}/{j}", "pp", f"pp{s}>{s - 1}", (done,),
-                                  0.0, act, 2))
+                                  0.0, act, 2, s))
         if job.dp > 1:
             nodes += _buckets(job, s, per_stage, last_bwd)
     return nodes
@@ -187,7 +189,7 @@ def _buckets(job: TrainingJob, stage: int, per_stage: int,
         if fill >= job.bucket_bytes or layer == 0:
             dep = last_bwd[(stage, layer)] if job.overlap_dp else end
             out.append(Node(f"dp/{stage}/b{index}", "dp", f"dp{stage}", (dep,), 0.0, fill,
-                            job.dp))
+                            job.dp, stage))
             fill, index = 0, index + 1
     return out
 
@@ -217,7 +219,7 @@ class StepResult:
     """One evaluated iteration; times in seconds from the step's start."""
 
     iteration_s: float
-    compute_s: float  # the busiest stage's compute
+    compute_s: float  # the busiest GPU's compute
     exposed_s: dict[str, float]
     critical_path: list[str]
     start_s: dict[str, float] = field(repr=False)
@@ -259,20 +261,40 @@ def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult
     path = [last]
     while preds[path[-1]]:
         nid = path[-1]
-        path.append(max(preds[nid], key=lambda p: end[p]))
-        if end[path[-1]] < start[nid] - 1e-15:
-            break
+        # what it waited for: the last to finish; on a tie (within 1 ps, sums of floats),
+        # communication rather than compute, then the one that started last, then by kind
+        latest = max(end[p] for p in preds[nid])
+        path.append(max((p for p in preds[nid] if end[p] >= latest - 1e-12),
+                        key=lambda p: (by_id[p].kind != "compute", start[p], by_id[p].kind)))
     path.reverse()
-    exposed = {kind: 0.0 for kind in COMM_KINDS}
-    for nid in path:
-        if by_id[nid].kind in exposed:
-            exposed[by_id[nid].kind] += end[nid] - start[nid]
-    compute: dict[str, float] = {}
+    exposed = _exposed(nodes, path, start, end)
+    compute: dict[int, float] = {}
     for node in nodes:
         if node.kind == "compute":
-            compute[node.stream] = compute.get(node.stream, 0.0) + node.duration_s
+            compute[node.rank] = compute.get(node.rank, 0.0) + node.duration_s
     return StepResult(iteration_s=end[last], compute_s=max(compute.values(), default=0.0),
                       exposed_s=exposed, critical_path=path, start_s=start, end_s=end)
+
+
+def _exposed(nodes: Sequence[Node], path: list[str], start: dict[str, float],
+             end: dict[str, float]) -> dict[str, float]:
+    """Per kind, the time communication on the critical path ran while its GPU computed nothing."""
+    busy: dict[int, list[tuple[float, float]]] = {}
+    for node in nodes:
+        if node.kind == "compute" and end[node.id] > start[node.id]:
+            busy.setdefault(node.rank, []).append((start[node.id], end[node.id]))
+    for spans in busy.values():
+        spans.sort()
+    by_id = {node.id: node for node in nodes}
+    exposed = {kind: 0.0 for kind in COMM_KINDS}
+    for nid in path:
+        node = by_id[nid]
+        if node.kind not in exposed:
+            continue
+        a, b = start[nid], end[nid]
+        covered = sum(max(0.0, min(b, e) - max(a, s)) for s, e in busy.get(node.rank, ()))
+        exposed[node.kind] += b - a - covered
+    return exposed
 
 
 def place(job: TrainingJob, topology: Topology, rail_aware: bool = True) -> list[str]:

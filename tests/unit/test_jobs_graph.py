@@ -61,7 +61,8 @@ def test_pp_sends_on_the_critical_path_add_their_time():
     # the path crosses the stage boundary at least forward once and backward once,
     # at most once each way per micro-batch
     assert 2 <= len(on_path) <= 2 * j.micro_batches
-    assert result.exposed_s["pp"] == pytest.approx(len(on_path) * send_s, rel=1e-9)
+    # a send overlapped by its sender's next compute is not exposed
+    assert 0 < result.exposed_s["pp"] <= len(on_path) * send_s * (1 + 1e-9)
     assert 2 * send_s * (1 - 1e-9) <= result.iteration_s - free.iteration_s
     assert result.iteration_s - free.iteration_s <= len(on_path) * send_s * (1 + 1e-9)
 
