@@ -17,7 +17,9 @@ EP all-to-all are the nodes that join them):
   x seq x hidden elements) run on a stream of their own per pair of
   stages, so they overlap compute;
 - **DP** all-reduces of the gradients (stage params / tp x bytes), in
-  buckets of ``bucket_bytes`` filled in reverse layer order; with
+  buckets of ``bucket_bytes`` filled in reverse layer order (an MoE's expert
+  gradients in buckets of their own, among the dp / ep replicas holding the
+  same experts); with
   ``overlap_dp`` a bucket starts once the last micro-batch's backward has
   passed its layers (overlapping the rest of the backward), else after the
   whole backward.
@@ -108,6 +110,12 @@ class TrainingJob:
             layer -= m.experts * m.mlp_params - (m.experts // self.ep) * m.mlp_params
         return (m.layers // self.pp) * layer // self.tp * m.bytes_per_element
 
+    def stage_expert_grad_bytes(self) -> int:
+        """The experts' part of :meth:`stage_grad_bytes` (0 for a dense model)."""
+        m = self.model
+        experts = (m.experts // self.ep) * m.mlp_params
+        return (m.layers // self.pp) * experts // self.tp * m.bytes_per_element
+
 
 @dataclass(frozen=True)
 class Node:
@@ -181,16 +189,25 @@ def build_step(job: TrainingJob) -> list[Node]:
 
 def _buckets(job: TrainingJob, stage: int, per_stage: int,
              last_bwd: dict[tuple[int, int], str]) -> list[Node]:
-    layer_bytes = job.stage_grad_bytes() // per_stage
+    """Dense gradients all-reduced among the dp replicas; an MoE layer's expert gradients
+    among the dp / ep replicas that hold the same experts (none when that is 1)."""
+    expert_bytes = job.stage_expert_grad_bytes()
+    groups = [("b", (job.stage_grad_bytes() - expert_bytes) // per_stage, job.dp),
+              ("e", expert_bytes // per_stage, job.dp // job.ep)]
     end = last_bwd[(stage, 0)]
-    out, fill, index = [], 0, 0
+    out = []
+    fill = {"b": 0, "e": 0}
+    index = {"b": 0, "e": 0}
     for layer in reversed(range(per_stage)):
-        fill += layer_bytes
-        if fill >= job.bucket_bytes or layer == 0:
-            dep = last_bwd[(stage, layer)] if job.overlap_dp else end
-            out.append(Node(f"dp/{stage}/b{index}", "dp", f"dp{stage}", (dep,), 0.0, fill,
-                            job.dp, stage))
-            fill, index = 0, index + 1
+        for name, layer_bytes, group in groups:
+            if group < 2 or not layer_bytes:
+                continue
+            fill[name] += layer_bytes
+            if fill[name] >= job.bucket_bytes or layer == 0:
+                dep = last_bwd[(stage, layer)] if job.overlap_dp else end
+                out.append(Node(f"dp/{stage}/{name}{index[name]}", "dp", f"dp{stage}", (dep,),
+                                0.0, fill[name], group, stage))
+                fill[name], index[name] = 0, index[name] + 1
     return out
 
 

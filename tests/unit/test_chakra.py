@@ -86,7 +86,8 @@ def step_to_traces(nodes):
             ranks[src].append(TraceNode(tid, node.id, COMM_COLL_NODE, tuple(deps), 0,
                                         {"comm_type": ALL_TO_ALL if node.kind == "ep"
                                          else ALL_REDUCE,
-                                         "comm_size": node.size_bytes, "pg_name": node.kind}))
+                                         "comm_size": node.size_bytes,
+                                         "pg_name": "edp" if "/e" in node.id else node.kind}))
     return [ranks[r] for r in sorted(ranks)]
 
 
@@ -104,7 +105,7 @@ def test_trace_of_a_step_matches_the_step(tmp_path):
         paths.append(tmp_path / f"rank{r}.et")
         write_trace(paths[-1], nodes)
     read = [read_trace(p)[1] for p in paths]
-    graph = trace_graph(read, groups={"tp": 2, "dp": 4, "ep": 2})
+    graph = trace_graph(read, groups={"tp": 2, "dp": 4, "ep": 2, "edp": 2})
     for cost in (FabricCost(rate_bps=100e9, latency_s=2e-6), FabricCost(rate_bps=5e9)):
         want, got = evaluate(step, cost), evaluate(graph, cost)
         assert got.iteration_s == pytest.approx(want.iteration_s, rel=1e-9)
@@ -113,3 +114,4 @@ def test_trace_of_a_step_matches_the_step(tmp_path):
             assert got.exposed_s[kind] == pytest.approx(want.exposed_s[kind], rel=1e-6, abs=1e-9)
     kinds = {n.kind for n in graph}
     assert {"compute", "pp", "dp", "ep", "tp"} <= kinds
+    assert {n.group for n in graph if n.kind == "dp"} == {4, 2}  # dense, and expert gradients

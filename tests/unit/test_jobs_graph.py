@@ -148,3 +148,18 @@ def test_placement_keeps_tp_in_a_server_and_dp_on_a_rail():
         place(job(tp=8, global_batch=8), topo)
     with pytest.raises(ValueError, match="GPUs"):
         place(job(tp=4, dp=8, global_batch=8), topo)
+
+
+def test_moe_expert_gradients_are_reduced_among_replicas_holding_the_same_experts():
+    moe = ModelShape(layers=2, hidden=512, heads=8, kv_heads=8, ffn=1024, vocab=100,
+                     experts=4, top_k=2)
+    j = TrainingJob(moe, Gpu(1e14), seq=256, micro_batch=1, global_batch=8, dp=8, ep=2,
+                    bucket_bytes=2**40)
+    dp = {n.id: n for n in build_step(j) if n.kind == "dp"}
+    assert set(dp) == {"dp/0/b0", "dp/0/e0"}
+    assert dp["dp/0/e0"].group == 4 and dp["dp/0/b0"].group == 8
+    assert dp["dp/0/e0"].size_bytes == 2 * 2 * moe.mlp_params * 2  # 2 layers, 2 experts, bf16
+    assert dp["dp/0/b0"].size_bytes + dp["dp/0/e0"].size_bytes == j.stage_grad_bytes()
+    # ep = dp: every replica holds its own experts, nothing to reduce for them
+    k = TrainingJob(moe, Gpu(1e14), seq=256, micro_batch=1, global_batch=8, dp=4, ep=4)
+    assert [n.id for n in build_step(k) if n.kind == "dp"] == ["dp/0/b0"]
