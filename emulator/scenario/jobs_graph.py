@@ -1,0 +1,338 @@
+"""A training step as a dependency graph of compute and communication, its
+placement onto GPUs, and its time on a contention-free fabric.
+
+:func:`build_step` expands a :class:`TrainingJob` into :class:`Node` s, for
+one data-parallel replica (the replicas are alike; their DP all-reduce and
+EP all-to-all are the nodes that join them):
+
+- per pipeline stage, a **stream** that runs its nodes one after another:
+  per micro-batch and layer the forward compute, then TP all-reduces (2 per
+  layer, after attention and after the MLP, of micro_batch x seq x hidden
+  elements) and, in MoE layers, EP all-to-alls (dispatch and combine, top_k
+  x micro_batch x seq x hidden elements); the backward does the same
+  (compute is 2 x forward). The last stage also runs the output layer.
+- the stream's order is **1F1B**: stage s of p runs min(p-s-1, m) forwards,
+  then one forward and one backward in turn, then the remaining backwards;
+- **PP** sends (activations forward, their gradients backward, micro_batch
+  x seq x hidden elements) run on a stream of their own per pair of
+  stages, so they overlap compute;
+- **DP** all-reduces of the gradients (stage params / tp x bytes), in
+  buckets of ``bucket_bytes`` filled in reverse layer order (an MoE's expert
+  gradients in buckets of their own, among the dp / ep replicas holding the
+  same experts); with
+  ``overlap_dp`` a bucket starts once the last micro-batch's backward has
+  passed its layers (overlapping the rest of the backward), else after the
+  whole backward.
+
+A node starts when its dependencies and the node before it on its stream
+have finished. :func:`evaluate` runs the graph with a communication cost
+(:class:`FabricCost`: nccl-style ring all-reduce, all-to-all and send
+times at a rate, with TP inside the scale-up domain taken as instantaneous
+as in :mod:`emulator.scenario.collectives`) and gives the iteration time,
+compute time, exposed communication by kind (the time a critical-path
+communication ran while its GPU computed nothing) and the critical path.
+
+Placement (:func:`place`): rank = tp_i + tp x (dp_i + dp x pp_i) (Megatron's
+order, TP fastest), ranks onto GPUs in topology order, so TP stays inside a
+server; rail-aware keeps GPU index = rank mod GPUs per server, so the DP
+and PP peers of a GPU share its rail; rail-unaware rotates the index by
+the server's number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from emulator.scenario.jobs_model import Gpu, ModelShape
+from emulator.topology import Topology
+
+COMM_KINDS = ("tp", "pp", "dp", "ep")
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """One training job: model, GPU, batch and parallelism."""
+
+    model: ModelShape
+    gpu: Gpu
+    seq: int
+    micro_batch: int
+    global_batch: int
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    bucket_bytes: int = 25 * 2**20
+    overlap_dp: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("seq", "micro_batch", "global_batch", "tp", "pp", "dp", "ep",
+                     "bucket_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.model.layers % self.pp:
+            raise ValueError(f"pp {self.pp} does not divide the model's {self.model.layers} "
+                             "layers")
+        if self.global_batch % (self.micro_batch * self.dp):
+            raise ValueError(f"global_batch {self.global_batch} is not a multiple of "
+                             f"micro_batch x dp = {self.micro_batch * self.dp}")
+        if self.dp % self.ep:
+            raise ValueError(f"ep {self.ep} does not divide dp {self.dp}")
+        if self.ep > 1 and not self.model.experts:
+            raise ValueError("ep above 1 needs a model with experts")
+        if self.model.experts and self.model.experts % self.ep:
+            raise ValueError(f"ep {self.ep} does not divide the {self.model.experts} experts")
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def micro_batches(self) -> int:
+        return self.global_batch // (self.micro_batch * self.dp)
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.micro_batch * self.seq * self.model.hidden * self.model.bytes_per_element
+
+    def layer_fwd_s(self) -> float:
+        return self.gpu.seconds(self.model.layer_fwd_flops(self.micro_batch, self.seq) / self.tp)
+
+    def output_fwd_s(self) -> float:
+        return self.gpu.seconds(self.model.output_fwd_flops(self.micro_batch, self.seq) / self.tp)
+
+    def stage_grad_bytes(self) -> int:
+        """Gradient bytes of one GPU of a stage (its layers' params / tp; experts / ep)."""
+        m = self.model
+        layer = m.layer_params
+        if m.experts:
+            layer -= m.experts * m.mlp_params - (m.experts // self.ep) * m.mlp_params
+        return (m.layers // self.pp) * layer // self.tp * m.bytes_per_element
+
+    def stage_expert_grad_bytes(self) -> int:
+        """The experts' part of :meth:`stage_grad_bytes` (0 for a dense model)."""
+        m = self.model
+        experts = (m.experts // self.ep) * m.mlp_params
+        return (m.layers // self.pp) * experts // self.tp * m.bytes_per_element
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation: ``kind`` compute or a COMM_KINDS member; ``size_bytes`` for communication."""
+
+    id: str
+    kind: str
+    stream: str
+    deps: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    size_bytes: int = 0
+    group: int = 1  # ranks taking part in the communication
+    rank: int = 0  # the GPU (here: pipeline stage) it runs on; a transfer's sender
+
+
+def _one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:
+    warm = min(stages - stage - 1, m)
+    order = [("F", j) for j in range(warm)]
+    for i in range(m - warm):
+        order += [("F", warm + i), ("B", i)]
+    order += [("B", j) for j in range(m - warm, m)]
+    return order
+
+
+def build_step(job: TrainingJob) -> list[Node]:
+    """The nodes of one iteration (see the module docstring)."""
+    nodes: list[Node] = []
+    per_stage = job.model.layers // job.pp
+    fwd_s, out_s = job.layer_fwd_s(), job.output_fwd_s()
+    act = job.activation_bytes
+    moe = bool(job.model.experts) and job.ep > 1
+    a2a = act * job.model.top_k
+    last_bwd: dict[tuple[int, int], str] = {}  # (stage, layer) -> last micro-batch's bwd node
+    for s in range(job.pp):
+        stream = f"s{s}"
+        for phase, j in _one_f_one_b(s, job.pp, job.micro_batches):
+            layers = range(per_stage) if phase == "F" else reversed(range(per_stage))
+            deps: tuple[str, ...] = ()
+            if phase == "F" and s > 0:
+                deps = (f"pp/F{s - 1}>{s}/{j}",)
+            if phase == "B" and s < job.pp - 1:
+                deps = (f"pp/B{s + 1}>{s}/{j}",)
+            if phase == "B" and s == job.pp - 1:
+                nodes.append(Node(f"c/B{s}/{j}/out", "compute", stream, deps, 2 * out_s, rank=s))
+                deps = ()
+            for layer in layers:
+                base = f"{phase}{s}/{j}/L{layer}"
+                nodes.append(Node(f"c/{base}", "compute", stream, deps,
+                                  fwd_s if phase == "F" else 2 * fwd_s, rank=s))
+                deps = ()
+                comms = [("tp", act, job.tp)] * 2 if job.tp > 1 else []
+                if moe:
+                    comms += [("ep", a2a, job.ep)] * 2
+                for k, (kind, size, group) in enumerate(comms):
+                    nodes.append(Node(f"{kind}/{base}/{k}", kind, stream, (), 0.0, size, group, s))
+                if phase == "B" and j == job.micro_batches - 1:
+                    last_bwd[(s, layer)] = nodes[-1].id
+            if phase == "F" and s == job.pp - 1:
+                nodes.append(Node(f"c/F{s}/{j}/out", "compute", stream, (), out_s, rank=s))
+            done = nodes[-1].id
+            if phase == "F" and s < job.pp - 1:
+                nodes.append(Node(f"pp/F{s}>{s + 1}/{j}", "pp", f"pp{s}>{s + 1}", (done,),
+                                  0.0, act, 2, s))
+            if phase == "B" and s > 0:
+                nodes.append(Node(f"pp/B{s}>{s - 1}/{j}", "pp", f"pp{s}>{s - 1}", (done,),
+                                  0.0, act, 2, s))
+        if job.dp > 1:
+            nodes += _buckets(job, s, per_stage, last_bwd)
+    return nodes
+
+
+def _buckets(job: TrainingJob, stage: int, per_stage: int,
+             last_bwd: dict[tuple[int, int], str]) -> list[Node]:
+    """Dense gradients all-reduced among the dp replicas; an MoE layer's expert gradients
+    among the dp / ep replicas that hold the same experts (none when that is 1)."""
+    expert_bytes = job.stage_expert_grad_bytes()
+    groups = [("b", (job.stage_grad_bytes() - expert_bytes) // per_stage, job.dp),
+              ("e", expert_bytes // per_stage, job.dp // job.ep)]
+    end = last_bwd[(stage, 0)]
+    out = []
+    fill = {"b": 0, "e": 0}
+    index = {"b": 0, "e": 0}
+    for layer in reversed(range(per_stage)):
+        for name, layer_bytes, group in groups:
+            if group < 2 or not layer_bytes:
+                continue
+            fill[name] += layer_bytes
+            if fill[name] >= job.bucket_bytes or layer == 0:
+                dep = last_bwd[(stage, layer)] if job.overlap_dp else end
+                out.append(Node(f"dp/{stage}/{name}{index[name]}", "dp", f"dp{stage}", (dep,),
+                                0.0, fill[name], group, stage))
+                fill[name], index[name] = 0, index[name] + 1
+    return out
+
+
+@dataclass(frozen=True)
+class FabricCost:
+    """Communication times on an idle fabric: ``rate_bps`` per NIC, ``latency_s`` per step."""
+
+    rate_bps: float
+    latency_s: float = 0.0
+    scale_up_free: bool = True  # TP inside a server: instantaneous, as collectives.py takes it
+
+    def __call__(self, node: Node) -> float:
+        n, size = node.group, node.size_bytes
+        if node.kind == "tp" and self.scale_up_free:
+            return 0.0
+        wire = size * 8 / self.rate_bps
+        if node.kind in ("dp", "tp"):  # ring all-reduce
+            return 2 * (n - 1) / n * wire + 2 * (n - 1) * self.latency_s
+        if node.kind == "ep":
+            return (n - 1) / n * wire + self.latency_s
+        return wire + self.latency_s
+
+
+@dataclass
+class StepResult:
+    """One evaluated iteration; times in seconds from the step's start."""
+
+    iteration_s: float
+    compute_s: float  # the busiest GPU's compute
+    exposed_s: dict[str, float]
+    critical_path: list[str]
+    start_s: dict[str, float] = field(repr=False)
+    end_s: dict[str, float] = field(repr=False)
+
+
+def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult:
+    """Start and end of every node; ValueError on a cycle or a missing dependency."""
+    by_id = {node.id: node for node in nodes}
+    preds: dict[str, list[str]] = {}
+    last_on: dict[str, str] = {}
+    for node in nodes:
+        missing = [d for d in node.deps if d not in by_id]
+        if missing:
+            raise ValueError(f"node {node.id} depends on unknown {missing[0]}")
+        before = [last_on[node.stream]] if node.stream in last_on else []
+        preds[node.id] = before + list(node.deps)
+        last_on[node.stream] = node.id
+    succ: dict[str, list[str]] = {node.id: [] for node in nodes}
+    waiting = {}
+    for nid, ps in preds.items():
+        waiting[nid] = len(ps)
+        for p in ps:
+            succ[p].append(nid)
+    ready = [nid for nid, w in waiting.items() if w == 0]
+    start, end = {}, {}
+    while ready:
+        nid = ready.pop()
+        node = by_id[nid]
+        start[nid] = max((end[p] for p in preds[nid]), default=0.0)
+        end[nid] = start[nid] + (node.duration_s if node.kind == "compute" else cost(node))
+        for s in succ[nid]:
+            waiting[s] -= 1
+            if not waiting[s]:
+                ready.append(s)
+    if len(end) != len(nodes):
+        raise ValueError("the step's graph has a cycle")
+    last = max(end, key=lambda nid: end[nid])
+    path = [last]
+    while preds[path[-1]]:
+        nid = path[-1]
+        # what it waited for: the last to finish; on a tie (within 1 ps, sums of floats),
+        # communication rather than compute, then the one that started last, then by kind
+        latest = max(end[p] for p in preds[nid])
+        path.append(max((p for p in preds[nid] if end[p] >= latest - 1e-12),
+                        key=lambda p: (by_id[p].kind != "compute", start[p], by_id[p].kind)))
+    path.reverse()
+    exposed = _exposed(nodes, path, start, end)
+    compute: dict[int, float] = {}
+    for node in nodes:
+        if node.kind == "compute":
+            compute[node.rank] = compute.get(node.rank, 0.0) + node.duration_s
+    return StepResult(iteration_s=end[last], compute_s=max(compute.values(), default=0.0),
+                      exposed_s=exposed, critical_path=path, start_s=start, end_s=end)
+
+
+def _exposed(nodes: Sequence[Node], path: list[str], start: dict[str, float],
+             end: dict[str, float]) -> dict[str, float]:
+    """Per kind, the time communication on the critical path ran while its GPU computed nothing."""
+    busy: dict[int, list[tuple[float, float]]] = {}
+    for node in nodes:
+        if node.kind == "compute" and end[node.id] > start[node.id]:
+            busy.setdefault(node.rank, []).append((start[node.id], end[node.id]))
+    for spans in busy.values():
+        spans.sort()
+    by_id = {node.id: node for node in nodes}
+    exposed = {kind: 0.0 for kind in COMM_KINDS}
+    for nid in path:
+        node = by_id[nid]
+        if node.kind not in exposed:
+            continue
+        a, b = start[nid], end[nid]
+        covered = sum(max(0.0, min(b, e) - max(a, s)) for s, e in busy.get(node.rank, ()))
+        exposed[node.kind] += b - a - covered
+    return exposed
+
+
+def place(job: TrainingJob, topology: Topology, rail_aware: bool = True) -> list[str]:
+    """GPU name of each rank; ValueError when the job does not fit or TP would leave a server."""
+    gpus = list(topology.gpus)
+    if job.world > len(gpus):
+        raise ValueError(f"needs tp x pp x dp = {job.world} GPUs, the topology has {len(gpus)}")
+    per_server: dict[str, list] = {}
+    for gpu in gpus:
+        per_server.setdefault(gpu.server, []).append(gpu)
+    width = min(len(v) for v in per_server.values())
+    if width % job.tp and job.tp % width:
+        raise ValueError(f"tp {job.tp} does not fit servers of {width} GPUs")
+    if job.tp > width:
+        raise ValueError(f"tp {job.tp} is larger than a server's {width} GPUs (TP stays "
+                         "inside the scale-up domain)")
+    servers = list(per_server.values())
+    out = []
+    for rank in range(job.world):
+        server, local = divmod(rank, width)
+        if not rail_aware:
+            local = (local + server) % width
+        out.append(sorted(servers[server], key=lambda g: g.index)[local].name)
+    return out
