@@ -15,7 +15,7 @@ import networkx as nx
 
 from emulator.topology import addressing
 from emulator.topology.generators import GENERATORS, Attachment, SwitchPlan, Wiring
-from emulator.topology.model import Gpu, Link, Port, Server, Switch, Topology
+from emulator.topology.model import Gpu, Link, Port, ScaleUpDomain, Server, Switch, Topology
 from emulator.topology.spec import TopologySpec
 
 
@@ -137,7 +137,23 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
         for lower, upper in wiring.fabric_links
     ]
     return Topology(spec=spec, servers=servers, gpus=tuple(gpus), switches=tuple(switches),
-                    links=tuple(links), graph=_graph(gpus, switches, links))
+                    links=tuple(links), graph=_graph(gpus, switches, links),
+                    domains=_domains(spec, servers))
+
+
+def _domains(spec: TopologySpec, servers: tuple[Server, ...]) -> tuple[ScaleUpDomain, ...]:
+    """Scale-up domains: consecutive servers, ``servers_per_domain`` each."""
+    scale_up = spec.scale_up
+    if scale_up is None:
+        return ()
+    size = scale_up.servers_per_domain
+    return tuple(
+        ScaleUpDomain(name=f"su{d}", index=d,
+                      servers=tuple(server.name for server in members),
+                      gpus=tuple(gpu for server in members for gpu in server.gpus),
+                      rate_bps=scale_up.rate_bps, hop_latency_ns=scale_up.hop_latency_ns)
+        for d, members in enumerate(servers[i:i + size] for i in range(0, len(servers), size))
+    )
 
 
 def _graph(gpus: list[Gpu], switches: list[Switch], links: list[Link]) -> nx.Graph:
@@ -148,6 +164,7 @@ def _graph(gpus: list[Gpu], switches: list[Switch], links: list[Link]) -> nx.Gra
         graph.add_node(switch.name, role=switch.role, tier=switch.tier, rail=switch.rail)
     for link in links:
         a = link.gpu if link.gpu is not None else link.node_a
-        graph.add_edge(a, link.node_b, kind=link.kind, rate_bps=link.rate_bps,
+        graph.add_edge(a, link.node_b, kind=link.kind, network=link.network,
+                       rate_bps=link.rate_bps,
                        delay_ns=link.delay_ns, ports={a: link.port_a, link.node_b: link.port_b})
     return graph

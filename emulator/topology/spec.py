@@ -15,6 +15,10 @@ Keys by kind (see README "Topologies"):
   uplinks, default 64, at most 254 so host addresses fit one octet).
 - ``fat-tree``: ``name``, ``kind``, ``k``, ``host_link``, ``fabric_link``;
   optional ``gpus_per_server`` (default 1).
+- Every kind: optional ``scale_up`` (``rate`` per GPU per direction,
+  ``hop_latency`` of the scale-up switch, optional ``servers_per_domain``,
+  default 1). Without it GPUs of a server reach each other in zero time, as
+  before the key existed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from emulator.topology.errors import TopologyError
 from emulator.topology.units import (
     DELAY_HINT,
     RATE_HINT,
+    SCALE_UP_RATE_HINT,
     format_delay,
     format_rate,
     parse_delay_ns,
@@ -54,6 +59,21 @@ _LINK_SCHEMA: dict[str, Any] = {
         "delay": {"type": ["string", "integer"], "description": DELAY_HINT},
     },
     "required": ["rate", "delay"],
+    "additionalProperties": False,
+}
+_SCALE_UP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": ("a mapping with rate, hop_latency and optional servers_per_domain, "
+                    "e.g. {rate: 450GBps, hop_latency: 250ns}"),
+    "properties": {
+        "rate": {"type": ["string", "integer"], "description": SCALE_UP_RATE_HINT},
+        "hop_latency": {"type": ["string", "integer"], "description": DELAY_HINT},
+        "servers_per_domain": {
+            "type": "integer", "minimum": 1,
+            "description": "a whole number >= 1 that divides the servers (default 1)",
+        },
+    },
+    "required": ["rate", "hop_latency"],
     "additionalProperties": False,
 }
 # Every key a topology file may hold; each kind takes some of them.
@@ -83,6 +103,7 @@ _PROPERTIES: dict[str, Any] = {
     },
     "host_link": _LINK_SCHEMA,
     "fabric_link": _LINK_SCHEMA,
+    "scale_up": _SCALE_UP_SCHEMA,
 }
 
 
@@ -97,13 +118,14 @@ def _object_schema(keys: Sequence[str], required: Sequence[str]) -> dict[str, An
 
 
 _LEAF_SPINE_KEYS = ("name", "kind", "servers", "gpus_per_server", "servers_per_leaf", "spines",
-                    "leaf_ports", "host_link", "fabric_link")
-_LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS if key != "leaf_ports")
+                    "leaf_ports", "host_link", "fabric_link", "scale_up")
+_LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS
+                             if key not in ("leaf_ports", "scale_up"))
 SCHEMAS: dict[str, dict[str, Any]] = {
     "rail-optimized": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "leaf-spine": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "fat-tree": _object_schema(
-        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link"),
+        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link", "scale_up"),
         ("name", "kind", "k", "host_link", "fabric_link"),
     ),
 }
@@ -118,6 +140,26 @@ class LinkSpec:
 
     def to_dict(self) -> dict[str, str]:
         return {"rate": format_rate(self.rate_bps), "delay": format_delay(self.delay_ns)}
+
+
+@dataclass(frozen=True)
+class ScaleUpSpec:
+    """The scale-up tier (NVLink-class): GPUs of a domain meet at one scale-up switch.
+
+    ``rate_bps`` is each GPU's scale-up rate per direction, ``hop_latency_ns``
+    the switch's hop latency; a domain holds ``servers_per_domain`` servers.
+    """
+
+    rate_bps: int
+    hop_latency_ns: int
+    servers_per_domain: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"rate": format_rate(self.rate_bps),
+                                "hop_latency": format_delay(self.hop_latency_ns)}
+        if self.servers_per_domain != 1:
+            data["servers_per_domain"] = self.servers_per_domain
+        return data
 
 
 @dataclass(frozen=True)
@@ -139,6 +181,7 @@ class TopologySpec:
     fabric_link: LinkSpec
     leaf_ports: int = DEFAULT_LEAF_PORTS
     k: int | None = None
+    scale_up: ScaleUpSpec | None = None  # None: GPUs of a server meet in zero time
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping a topology file holds: only the keys this kind takes."""
@@ -155,6 +198,8 @@ class TopologySpec:
                 data["leaf_ports"] = self.leaf_ports
         data["host_link"] = self.host_link.to_dict()
         data["fabric_link"] = self.fabric_link.to_dict()
+        if self.scale_up is not None:
+            data["scale_up"] = self.scale_up.to_dict()
         return data
 
 
@@ -189,6 +234,11 @@ def show_value(value: object) -> str:
     return repr(value)
 
 
+def _mapping_name(path: Sequence[str]) -> str:
+    """How messages call the nested mapping at ``path``."""
+    return "scale_up" if path[0] == "scale_up" else "a link"
+
+
 def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tuple[list[str], str]:
     """The key path and message for one schema violation."""
     path = [str(part) for part in error.absolute_path]
@@ -198,7 +248,7 @@ def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tupl
     if error.validator == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
         extra = sorted((key for key in value if key not in allowed), key=str)[0]
-        where = f"kind {kind}" if not path else "a link"
+        where = f"kind {kind}" if not path else _mapping_name(path)
         other_kinds = [other for other in KINDS if extra in SCHEMAS[other]["properties"]]
         if not path and other_kinds:
             return path + [extra], (f"does not apply to kind {kind} (it is a key of "
@@ -207,7 +257,7 @@ def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tupl
         return path + [extra], f"unknown key; {where} takes {', '.join(allowed)}"
     if error.validator == "required":
         missing = next(key for key in error.validator_value if key not in value)
-        what = f"kind {kind}" if not path else "a link"
+        what = f"kind {kind}" if not path else _mapping_name(path)
         return path + [missing], f"is missing; {what} needs {', '.join(error.validator_value)}"
     if error.validator == "type":
         expected = error.validator_value
@@ -256,6 +306,31 @@ def _link(data: Mapping[str, Any], key: str, source: str, lines: KeyLines) -> Li
     return LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns)
 
 
+def _scale_up(data: Mapping[str, Any], servers: int, source: str,
+              lines: KeyLines) -> ScaleUpSpec | None:
+    raw = data.get("scale_up")
+    if raw is None:
+        return None
+    try:
+        rate_bps = parse_rate_bps(raw["rate"])
+    except ValueError as exc:
+        raise topology_error(source, lines, ["scale_up", "rate"],
+                             f"{exc}; {SCALE_UP_RATE_HINT}") from None
+    try:
+        hop_latency_ns = parse_delay_ns(raw["hop_latency"])
+    except ValueError as exc:
+        raise topology_error(source, lines, ["scale_up", "hop_latency"],
+                             f"{exc}; {DELAY_HINT}") from None
+    per_domain = raw.get("servers_per_domain", 1)
+    if servers % per_domain:
+        raise topology_error(
+            source, lines, ["scale_up", "servers_per_domain"],
+            f"{per_domain} does not divide the {servers} servers; use a divisor of {servers} "
+            f"so every scale-up domain is whole")
+    return ScaleUpSpec(rate_bps=rate_bps, hop_latency_ns=hop_latency_ns,
+                       servers_per_domain=per_domain)
+
+
 def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
                      fabric_link: LinkSpec, source: str, lines: KeyLines) -> TopologySpec:
     servers = data["servers"]
@@ -283,7 +358,8 @@ def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
         )
     return TopologySpec(name=data["name"], kind=kind, servers=servers, gpus_per_server=gpus,
                         servers_per_leaf=per_leaf, spines=spines, host_link=host_link,
-                        fabric_link=fabric_link, leaf_ports=leaf_ports)
+                        fabric_link=fabric_link, leaf_ports=leaf_ports,
+                        scale_up=_scale_up(data, servers, source, lines))
 
 
 def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: LinkSpec,
@@ -310,7 +386,8 @@ def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: Li
         )
     return TopologySpec(name=data["name"], kind="fat-tree", servers=k * half * half,
                         gpus_per_server=gpus, servers_per_leaf=half, spines=half * half,
-                        host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k)
+                        host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k,
+                        scale_up=_scale_up(data, k * half * half, source, lines))
 
 
 def spec_from_dict(data: object, source: str = "<dict>",

@@ -5,14 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from emulator.topology import (
     GENERATORS,
+    NETWORKS,
     TopologyError,
     counts,
     dump_topology,
     load_spec,
     load_topology,
+    routing_plan,
     topology_from_dict,
 )
 from emulator.topology.units import format_delay, format_rate, parse_delay_ns, parse_rate_bps
@@ -217,6 +220,8 @@ def test_round_trip_keeps_non_default_leaf_ports(tmp_path):
 @pytest.mark.parametrize("text, rate_bps", [
     ("100Mbps", 100_000_000), ("1Gbps", 10 ** 9), ("400Gbps", 400 * 10 ** 9),
     ("10Kbps", 10_000), ("9600bps", 9600), (12345, 12345), ("2.5Gbps", 2_500_000_000),
+    ("450GBps", 3_600 * 10 ** 9), ("3600Gbps", 3_600 * 10 ** 9), ("1.8TBps", 14_400 * 10 ** 9),
+    ("3.2Tbps", 3_200 * 10 ** 9), ("1MBps", 8_000_000),
 ])
 def test_parse_rate(text, rate_bps):
     assert parse_rate_bps(text) == rate_bps
@@ -242,3 +247,36 @@ def test_bad_rates(text):
 def test_bad_delays(text):
     with pytest.raises(ValueError):
         parse_delay_ns(text)
+
+
+def test_scale_up_domains_group_consecutive_servers_and_round_trip(tmp_path):
+    data = yaml.safe_load((TOPOLOGIES / "rail-4x4.yaml").read_text())
+    plain = topology_from_dict(dict(data))
+    data["scale_up"] = {"rate": "450GBps", "hop_latency": "250ns", "servers_per_domain": 2}
+    topology = topology_from_dict(data)
+    assert [d.servers for d in topology.domains] == [("srv0", "srv1"), ("srv2", "srv3")]
+    domain = topology.domain_of("srv3/gpu1")
+    assert domain is not None and domain.name == "su1" and len(domain.gpus) == 8
+    assert domain.rate_bps == 450 * 8 * 10**9 and domain.hop_latency_ns == 250
+    # The scale-up key changes nothing of the backend: same addresses, links, routes.
+    assert topology.gpus == plain.gpus and topology.links == plain.links
+    assert routing_plan(topology) == routing_plan(plain)
+    assert plain.domains == () and plain.domain_of("srv0/gpu0") is None
+    path = tmp_path / "su.yaml"
+    dump_topology(topology, path)
+    again = load_topology(path)
+    assert again.spec == topology.spec and again.domains == topology.domains
+
+
+def test_scale_up_defaults_to_one_domain_per_server():
+    data = yaml.safe_load((TOPOLOGIES / "fat-tree-k4.yaml").read_text())
+    data["scale_up"] = {"rate": "3600Gbps", "hop_latency": "1us"}
+    topology = topology_from_dict(data)
+    assert [d.servers for d in topology.domains] == [(s.name,) for s in topology.servers]
+
+
+def test_every_link_and_graph_edge_is_tagged_backend():
+    topology = load_topology(TOPOLOGIES / "rail-4x4.yaml")
+    assert {link.network for link in topology.links} == {"backend"}
+    assert {net for _, _, net in topology.graph.edges(data="network")} == {"backend"}
+    assert set(NETWORKS) >= {"backend", "scale-up", "dci", "front-end", "storage"}
