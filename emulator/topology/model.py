@@ -29,7 +29,7 @@ import networkx as nx
 from emulator.topology.errors import TopologyError
 from emulator.topology.spec import TopologySpec
 
-SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core")
+SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core", "border")
 LEAF_ROLES: frozenset[str] = frozenset({"leaf", "edge"})
 LINK_KINDS: tuple[str, ...] = ("host", "fabric")
 # The networks of an AI cluster a link can belong to.
@@ -59,6 +59,7 @@ class Switch:
     rail: int | None  # the rail (plane) of a leaf or edge switch; None above
     leaf_index: int | None  # a leaf's or edge switch's number inside its rail
     pod: int | None  # fat-tree pod of edge and agg switches
+    site: int | None  # the site (``sites`` key); None in a one-site fabric
     router_id: str
     prefix: str | None  # the /24 this leaf or edge switch owns
     gateway_ip: str | None  # virtual gateway address of that prefix
@@ -96,6 +97,7 @@ class Server:
     index: int
     gpus: tuple[str, ...]
     pod: int | None = None
+    site: int | None = None  # the site (``sites`` key); None in a one-site fabric
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ Keys by kind (see README "Topologies"):
   ``hop_latency`` of the scale-up switch, optional ``servers_per_domain``,
   default 1). Without it GPUs of a server reach each other in zero time, as
   before the key existed.
+- Every kind: optional ``sites`` (``count`` >= 2 copies of the fabric the
+  other keys describe, ``border_switches`` per site, default 1, and
+  ``dci_link`` with ``rate`` and ``delay`` or ``distance``, 5 us per km).
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ import jsonschema
 from emulator.topology.errors import TopologyError
 from emulator.topology.units import (
     DELAY_HINT,
+    DISTANCE_HINT,
     RATE_HINT,
     SCALE_UP_RATE_HINT,
     format_delay,
     format_rate,
+    format_distance,
     parse_delay_ns,
+    parse_distance_m,
     parse_rate_bps,
 )
 
@@ -46,6 +52,9 @@ MAX_LEAF_PORTS = 254
 MAX_GPUS_PER_SERVER = 64
 # The third octet of a leaf prefix numbers the leaves of one rail (or plane).
 MAX_LEAVES_PER_RAIL = 256
+MAX_SITES = 16
+# Light in fibre: about 5 us per km one way.
+FIBRE_DELAY_NS_PER_M = 5
 
 # Line numbers of keys, by key path; () is never looked up.
 KeyLines = Mapping[tuple[str, ...], int]
@@ -76,6 +85,31 @@ _SCALE_UP_SCHEMA: dict[str, Any] = {
     "required": ["rate", "hop_latency"],
     "additionalProperties": False,
 }
+_DCI_LINK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "a mapping with rate and distance or delay, e.g. {rate: 400Gbps, distance: 10km}",
+    "properties": {
+        "rate": {"type": ["string", "integer"], "description": RATE_HINT},
+        "delay": {"type": ["string", "integer"], "description": DELAY_HINT},
+        "distance": {"type": ["string", "integer"], "description": DISTANCE_HINT},
+    },
+    "required": ["rate"],
+    "additionalProperties": False,
+}
+_SITES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": ("a mapping with count, dci_link and optional border_switches, "
+                    "e.g. {count: 2, dci_link: {rate: 400Gbps, distance: 10km}}"),
+    "properties": {
+        "count": {"type": "integer", "minimum": 2, "maximum": MAX_SITES,
+                  "description": f"a whole number from 2 to {MAX_SITES}"},
+        "border_switches": {"type": "integer", "minimum": 1,
+                            "description": "a whole number >= 1 (default 1)"},
+        "dci_link": _DCI_LINK_SCHEMA,
+    },
+    "required": ["count", "dci_link"],
+    "additionalProperties": False,
+}
 # Every key a topology file may hold; each kind takes some of them.
 _PROPERTIES: dict[str, Any] = {
     "name": {
@@ -104,6 +138,7 @@ _PROPERTIES: dict[str, Any] = {
     "host_link": _LINK_SCHEMA,
     "fabric_link": _LINK_SCHEMA,
     "scale_up": _SCALE_UP_SCHEMA,
+    "sites": _SITES_SCHEMA,
 }
 
 
@@ -118,14 +153,15 @@ def _object_schema(keys: Sequence[str], required: Sequence[str]) -> dict[str, An
 
 
 _LEAF_SPINE_KEYS = ("name", "kind", "servers", "gpus_per_server", "servers_per_leaf", "spines",
-                    "leaf_ports", "host_link", "fabric_link", "scale_up")
+                    "leaf_ports", "host_link", "fabric_link", "scale_up", "sites")
 _LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS
-                             if key not in ("leaf_ports", "scale_up"))
+                             if key not in ("leaf_ports", "scale_up", "sites"))
 SCHEMAS: dict[str, dict[str, Any]] = {
     "rail-optimized": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "leaf-spine": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "fat-tree": _object_schema(
-        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link", "scale_up"),
+        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link", "scale_up",
+         "sites"),
         ("name", "kind", "k", "host_link", "fabric_link"),
     ),
 }
@@ -163,6 +199,34 @@ class ScaleUpSpec:
 
 
 @dataclass(frozen=True)
+class SitesSpec:
+    """Scale-across: ``count`` copies of the fabric joined by DCI links.
+
+    Each site's ``border_switches`` link to every top-tier switch of the site;
+    border ``b`` of every site links to border ``b`` of every other site over
+    ``dci_link``. ``distance_m`` is kept when the file gave a distance (the
+    delay is then 5 ns per metre).
+    """
+
+    count: int
+    dci_link: LinkSpec
+    border_switches: int = 1
+    distance_m: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        dci: dict[str, Any] = {"rate": format_rate(self.dci_link.rate_bps)}
+        if self.distance_m is not None:
+            dci["distance"] = format_distance(self.distance_m)
+        else:
+            dci["delay"] = format_delay(self.dci_link.delay_ns)
+        data: dict[str, Any] = {"count": self.count}
+        if self.border_switches != 1:
+            data["border_switches"] = self.border_switches
+        data["dci_link"] = dci
+        return data
+
+
+@dataclass(frozen=True)
 class TopologySpec:
     """The checked parameters of one topology.
 
@@ -182,6 +246,12 @@ class TopologySpec:
     leaf_ports: int = DEFAULT_LEAF_PORTS
     k: int | None = None
     scale_up: ScaleUpSpec | None = None  # None: GPUs of a server meet in zero time
+    sites: SitesSpec | None = None  # None: one site, as before the key existed
+
+    @property
+    def site_count(self) -> int:
+        """Sites of the cluster; ``servers`` and the other shape keys are per site."""
+        return 1 if self.sites is None else self.sites.count
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping a topology file holds: only the keys this kind takes."""
@@ -200,6 +270,8 @@ class TopologySpec:
         data["fabric_link"] = self.fabric_link.to_dict()
         if self.scale_up is not None:
             data["scale_up"] = self.scale_up.to_dict()
+        if self.sites is not None:
+            data["sites"] = self.sites.to_dict()
         return data
 
 
@@ -236,6 +308,8 @@ def show_value(value: object) -> str:
 
 def _mapping_name(path: Sequence[str]) -> str:
     """How messages call the nested mapping at ``path``."""
+    if path[0] == "sites":
+        return "sites.dci_link" if len(path) > 1 else "sites"
     return "scale_up" if path[0] == "scale_up" else "a link"
 
 
@@ -331,6 +405,45 @@ def _scale_up(data: Mapping[str, Any], servers: int, source: str,
                        servers_per_domain=per_domain)
 
 
+def _sites(data: Mapping[str, Any], leaves_per_rail: int, source: str,
+           lines: KeyLines) -> SitesSpec | None:
+    raw = data.get("sites")
+    if raw is None:
+        return None
+    dci = raw["dci_link"]
+    path = ["sites", "dci_link"]
+    try:
+        rate_bps = parse_rate_bps(dci["rate"])
+    except ValueError as exc:
+        raise topology_error(source, lines, path + ["rate"], f"{exc}; {RATE_HINT}") from None
+    if ("delay" in dci) == ("distance" in dci):
+        raise topology_error(source, lines, path,
+                             "give exactly one of delay (e.g. 50us) or distance (e.g. 10km, "
+                             "5us per km)")
+    distance_m = None
+    if "distance" in dci:
+        try:
+            distance_m = parse_distance_m(dci["distance"])
+        except ValueError as exc:
+            raise topology_error(source, lines, path + ["distance"],
+                                 f"{exc}; {DISTANCE_HINT}") from None
+        delay_ns = distance_m * FIBRE_DELAY_NS_PER_M
+    else:
+        try:
+            delay_ns = parse_delay_ns(dci["delay"])
+        except ValueError as exc:
+            raise topology_error(source, lines, path + ["delay"],
+                                 f"{exc}; {DELAY_HINT}") from None
+    count = raw["count"]
+    if count * leaves_per_rail > MAX_LEAVES_PER_RAIL:
+        raise topology_error(
+            source, lines, ["sites", "count"],
+            f"{count} sites x {leaves_per_rail} leaves per rail need {count * leaves_per_rail} "
+            f"leaves per rail; the addressing plan has room for {MAX_LEAVES_PER_RAIL}")
+    return SitesSpec(count=count, dci_link=LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns),
+                     border_switches=raw.get("border_switches", 1), distance_m=distance_m)
+
+
 def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
                      fabric_link: LinkSpec, source: str, lines: KeyLines) -> TopologySpec:
     servers = data["servers"]
@@ -359,7 +472,8 @@ def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
     return TopologySpec(name=data["name"], kind=kind, servers=servers, gpus_per_server=gpus,
                         servers_per_leaf=per_leaf, spines=spines, host_link=host_link,
                         fabric_link=fabric_link, leaf_ports=leaf_ports,
-                        scale_up=_scale_up(data, servers, source, lines))
+                        scale_up=_scale_up(data, servers, source, lines),
+                        sites=_sites(data, leaves_per_rail, source, lines))
 
 
 def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: LinkSpec,
@@ -387,7 +501,8 @@ def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: Li
     return TopologySpec(name=data["name"], kind="fat-tree", servers=k * half * half,
                         gpus_per_server=gpus, servers_per_leaf=half, spines=half * half,
                         host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k,
-                        scale_up=_scale_up(data, k * half * half, source, lines))
+                        scale_up=_scale_up(data, k * half * half, source, lines),
+                        sites=_sites(data, edges, source, lines))
 
 
 def spec_from_dict(data: object, source: str = "<dict>",

@@ -81,6 +81,23 @@ def parse_delay_ns(value: object) -> int:
     return delay_ns
 
 
+DISTANCE_UNITS_M: dict[str, int] = {"m": 1, "km": 1_000}
+DISTANCE_HINT = "use a number with m or km (e.g. 10km)"
+
+
+def parse_distance_m(value: object) -> int:
+    """``"10km"`` -> 10_000; a plain int is already metres."""
+    distance_m = _parse(value, DISTANCE_UNITS_M, "a distance")
+    if distance_m < 0:
+        raise ValueError(f"{value!r} is not a distance >= 0")
+    return distance_m
+
+
+def format_distance(distance_m: int) -> str:
+    """10_000 -> ``"10km"``."""
+    return _format(distance_m, DISTANCE_UNITS_M)
+
+
 def _format(amount: int, units: dict[str, int]) -> str:
     for unit, scale in sorted(units.items(), key=lambda item: -item[1]):
         if amount >= scale and amount % scale == 0:

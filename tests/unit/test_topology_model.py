@@ -15,6 +15,8 @@ from emulator.topology import (
     dump_topology,
     load_spec,
     load_topology,
+    paths,
+    routed_paths,
     routing_plan,
     topology_from_dict,
 )
@@ -280,3 +282,45 @@ def test_every_link_and_graph_edge_is_tagged_backend():
     assert {link.network for link in topology.links} == {"backend"}
     assert {net for _, _, net in topology.graph.edges(data="network")} == {"backend"}
     assert set(NETWORKS) >= {"backend", "scale-up", "dci", "front-end", "storage"}
+
+
+@pytest.mark.parametrize("file", ["rail-4x4.yaml", "fat-tree-k4.yaml"])
+def test_sites_copy_the_fabric_and_join_borders_over_dci(file, tmp_path):
+    data = yaml.safe_load((TOPOLOGIES / file).read_text())
+    one = topology_from_dict(dict(data))
+    data["sites"] = {"count": 3, "border_switches": 2,
+                     "dci_link": {"rate": "400Gbps", "distance": "10km"}}
+    topology = topology_from_dict(data)
+    assert len(topology.servers) == 3 * len(one.servers)
+    assert [s.site for s in topology.servers] == [i // len(one.servers)
+                                                  for i in range(len(topology.servers))]
+    # every switch of the one-site fabric is there per site, plus 2 borders per site
+    assert len(topology.switches) == 3 * (len(one.switches) + 2)
+    assert all(sw.site is not None for sw in topology.switches)
+    # addresses stay unique across sites
+    assert len({gpu.ip for gpu in topology.gpus}) == len(topology.gpus)
+    dci = [link for link in topology.links if link.network == "dci"]
+    # border b of each site to border b of every other: 2 borders x 3 site pairs
+    assert len(dci) == 2 * 3
+    assert {link.delay_ns for link in dci} == {50_000}  # 10 km at 5 us/km
+    assert {link.rate_bps for link in dci} == {400 * 10 ** 9}
+    assert {link.network for link in topology.links if link not in dci} == {"backend"}
+    last = topology.gpus[-1].name
+    for path in paths(topology, "srv0/gpu0", last):
+        assert [n for n in path if "border" in n][0].startswith("s0-border")
+        assert sum("border" in n for n in path) == 2
+    # hop-by-hop routes agree with shortest paths across sites
+    assert sorted(map(tuple, routed_paths(topology, routing_plan(topology), "srv0/gpu0", last))) \
+        == sorted(map(tuple, paths(topology, "srv0/gpu0", last)))
+    dump_topology(topology, tmp_path / "t.yaml")
+    again = load_topology(tmp_path / "t.yaml")
+    assert again.spec == topology.spec and again.links == topology.links
+
+
+def test_dci_delay_may_be_given_instead_of_distance():
+    data = yaml.safe_load((TOPOLOGIES / "rail-4x4.yaml").read_text())
+    data["sites"] = {"count": 2, "dci_link": {"rate": "100Gbps", "delay": "1ms"}}
+    topology = topology_from_dict(data)
+    assert topology.params["sites"] == {"count": 2, "dci_link": {"rate": "100Gbps",
+                                                                 "delay": "1ms"}}
+    assert [l.delay_ns for l in topology.links if l.network == "dci"] == [10 ** 6]
