@@ -1,0 +1,67 @@
+"""Scale-across on the virtual clock: two sites of fabric.p4 switches joined
+by border switches over a 10 km DCI link (50 us one way at 5 us/km).
+
+A lone cross-site flow's completion time is the frame arithmetic of the
+issue: serialisation at the line rate, every link's propagation (both sites'
+paths plus the DCI's 50 us), store-and-forward of the last frame at every
+switch, and the ACK's way back; checked to 0.5 % (the issue asks for 2 %).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sim_kit import ACK_BYTES, run, scenario, topology, write_wire_bytes
+
+
+def test_lone_cross_site_flow_pays_both_paths_and_the_dci(tmp_path: Path) -> None:
+    rate, delay, dci_delay, size = 100e9, 1e-6, 50e-6, 8_000_000
+    topo = topology(2, 2, rate="100Gbps", delay="1us")
+    topo["sites"] = {"count": 2, "dci_link": {"rate": "100Gbps", "distance": "10km"}}
+    data = scenario("xsite", topo,
+                    {"flows": [{"id": "f", "src": "srv0/gpu0", "dst": "srv3/gpu0",
+                                "size": "8MB", "start": "0s"}]}, duration="2ms")
+    results = run(data, tmp_path)
+    flow = results["flows"][0]
+    totals = results["totals"]
+    assert flow["completed"] and flow["retransmits"] == 0
+    assert totals["drops"] == totals["pfc_tx"] == totals["ecn_marked"] == 0
+    wire, last = write_wire_bytes(size)
+    # host, leaf-spine, spine-border in site 0; the DCI; the same in site 1
+    delays = [delay] * 3 + [dci_delay] + [delay] * 3
+    switches = len(delays) - 1
+    expected = (wire * 8 / rate + sum(delays) + switches * last * 8 / rate
+                + sum(delays) + len(delays) * ACK_BYTES * 8 / rate)
+    assert flow["fct_s"] == pytest.approx(expected, rel=0.005)
+    # the data crossed the DCI link once
+    dci = [row for row in results["links"] if row["network"] == "dci"]
+    assert len(dci) == 1 and dci[0]["bytes_ab"] >= wire
+
+
+def test_networks_block_splits_backend_and_dci_and_adds_up(tmp_path: Path) -> None:
+    """Two GPUs of site 0 send to one GPU of site 1: the DCI carries the
+    cross-site bytes; the queue builds where the two flows meet, on the
+    backend (site 0's leaf uplink), so ECN marks and pauses are counted
+    there; the networks add up to the totals."""
+    topo = topology(2, 1, rate="10Gbps", delay="1us")
+    topo["sites"] = {"count": 2, "dci_link": {"rate": "10Gbps", "delay": "20us"}}
+    flows = [{"id": f"f{s}", "src": f"srv{s}/gpu0", "dst": "srv2/gpu0", "size": "200KB",
+              "start": "0s"} for s in range(2)]
+    results = run(scenario("xsite-net", topo, {"flows": flows}, duration="3ms"), tmp_path)
+    networks = results["networks"]
+    assert list(networks) == ["backend", "dci"]
+    assert networks["dci"]["links"] == 1
+    # both flows' data crossed the one DCI link once
+    assert networks["dci"]["bytes"] >= 2 * write_wire_bytes(200_000)[0]
+    assert networks["dci"]["busiest_link"] == "s0-border0:2-s1-border0:2"
+    assert networks["backend"]["ecn_marked"] > 0 and networks["dci"]["ecn_marked"] == 0
+    links = results["links"]
+    assert sum(n["bytes"] for n in networks.values()) \
+        == sum(r["bytes_ab"] + r["bytes_ba"] for r in links)
+    totals = results["totals"]
+    for counter in ("drops", "ecn_marked", "pfc_tx"):
+        assert sum(n[counter] for n in networks.values()) == totals[counter]
+    assert max(n["max_link_util"] for n in networks.values()) == totals["max_link_util"]
+    assert {r["network"] for r in links if "border" in r["a"] and "border" in r["b"]} == {"dci"}
