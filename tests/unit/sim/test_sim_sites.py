@@ -131,3 +131,25 @@ def test_scale_across_scenario_holds_on_sim(tmp_path: Path) -> None:
     failed = [c for c in results["checks"] if not c["passed"]]
     assert not failed, failed
     assert len(results["checks"]) == len(scenario.expect_checks) == 7
+
+
+def test_dci_ports_made_lossy_by_an_override_never_pause_across_the_dci(
+        tmp_path: Path) -> None:
+    """The class lossy on the DCI only (README "Sites"): overrides turn PFC off
+    on both borders' DCI ports; the far site is never paused over the fibre
+    and no DCI headroom is used. What the DCI delivers while site 1's spine
+    pauses the border then queues in the border and is tail-dropped there
+    (the senders go back and retransmit): the price of a lossy DCI."""
+    computed, border, port = _cross_site_incast(None)
+    far = computed.topology.switch("s0-border0")
+    far_port = next(p.number for p in far.ports if p.peer == border)
+    lossy = tuple(SwitchOverride(name, number, pfc={"enabled": False})
+                  for name, number in ((border, port), (far.name, far_port)))
+    scenario = replace(computed, switches=replace(computed.switches, overrides=lossy))
+    assert not scenario.switches.for_port(border, port).pfc.enabled
+    results = run_sim(scenario, tmp_path, progress=False)
+    assert results["networks"]["dci"]["pfc_tx"] == 0
+    assert results["switches"][border][str(port)]["3"]["headroom_max_bytes"] == 0
+    assert results["totals"]["flows_incomplete"] == 0
+    assert results["switches"][border]["_drops_by_reason"].get("tail", 0) > 0
+    assert results["totals"]["retransmits"] > 0
