@@ -5,12 +5,14 @@ results.json; :func:`write_links_csv` writes ``links.csv``.
 
 ``links``: one entry per topology link, in the topology's order::
 
-    {a, a_port, b, b_port, kind, rate_bps, bytes_ab, bytes_ba, util_ab, util_ba}
+    {a, a_port, b, b_port, kind, network, rate_bps, bytes_ab, bytes_ba, util_ab, util_ba}
 
 - ``kind`` ``host``: ``a`` is the GPU (``srv0/gpu1``), ``a_port`` its NIC
   index, ``b`` the leaf and ``b_port`` the leaf's port. ``kind`` ``fabric``:
   ``a`` is the lower-tier switch, ``b`` the upper (leaf → spine, edge → agg,
-  agg → core), each with its port.
+  agg → core), each with its port; a DCI link joins two border switches.
+- ``network``: the network the link belongs to (``backend``, ``dci``, …;
+  per-network totals are in ``networks``, :mod:`.networks`).
 - ``bytes_ab`` = bytes on the wire from ``a`` to ``b``; ``bytes_ba`` the
   other way. A switch end's bytes out are its port's ``tx_bytes`` summed
   over priorities. For the GPU end of a host link (a NIC has no switch
@@ -63,8 +65,8 @@ from typing import Any, Iterable, Mapping
 
 from emulator.topology.model import Link, Topology
 
-LINK_COLUMNS = ("a", "a_port", "b", "b_port", "kind", "rate_bps", "bytes_ab", "bytes_ba",
-                "util_ab", "util_ba")
+LINK_COLUMNS = ("a", "a_port", "b", "b_port", "kind", "network", "rate_bps", "bytes_ab",
+                "bytes_ba", "util_ab", "util_ba")
 UTIL_DIGITS = 6
 
 
@@ -100,7 +102,7 @@ def link_row(link: Link, topology: Topology, switches: Mapping[str, Any],
         bytes_ab = _port_sum(switches, link.node_a, link.port_a, "tx_bytes") or 0
     bytes_ba = _port_sum(switches, link.node_b, link.port_b, "tx_bytes") or 0
     return {"a": a, "a_port": link.port_a, "b": link.node_b, "b_port": link.port_b,
-            "kind": link.kind, "rate_bps": link.rate_bps,
+            "kind": link.kind, "network": link.network, "rate_bps": link.rate_bps,
             "bytes_ab": bytes_ab, "bytes_ba": bytes_ba,
             "util_ab": _util(bytes_ab, link.rate_bps, duration_s),
             "util_ba": _util(bytes_ba, link.rate_bps, duration_s)}

@@ -32,10 +32,12 @@ Layout of ``results.json``::
                switch_paused_s, host_paused_s, retransmits, spine_bytes,
                max_fct_s, goodput_spread, ecmp_imbalance, max_link_util,
                max_spine_link_util, paused_ports, paused_switches, paused_hosts}
-    links:    [{a, a_port, b, b_port, kind, rate_bps, bytes_ab, bytes_ba,
-                util_ab, util_ba}]                          (also links.csv)
+    links:    [{a, a_port, b, b_port, kind, network, rate_bps, bytes_ab,
+                bytes_ba, util_ab, util_ba}]                (also links.csv)
     ecmp:     {leaf: {uplinks: {"spine:port": bytes}, imbalance}}
               (links, ecmp and their totals: emulator.measure.links)
+    networks: {network: {links, bytes, drops, ecn_marked, pfc_tx,
+                busiest_link, max_link_util}}    (emulator.measure.networks)
     checks:   [{metric, op, value, description, passed, found}]
     time_scale: k (1 unless the scenario was written in data-centre units)
 
@@ -96,6 +98,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from emulator.measure.buffer_series import write_buffer_csvs
 from emulator.measure.links import link_invariant_problem, link_metrics, write_links_csv
+from emulator.measure.networks import network_results
 from emulator.measure.run_series import write_run_series_csvs
 from emulator.scenario.scale import DC_FIELDS, dc_name, to_dc
 from emulator.scenario.spec import FlowSpec, Scenario
@@ -374,7 +377,8 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
         totals["collectives_incomplete"] = sum(not c["completed"]
                                                for c in results["collectives"])
     links, ecmp, link_sums = link_metrics(topo, switches, hosts, results["duration_s"])
-    results.update(links=links, ecmp=ecmp)
+    results.update(links=links, ecmp=ecmp,
+                   networks=network_results(topo, links, switches))
     totals.update(link_sums)
     results["time_scale"] = scenario.time_scale
     # *_dc_s, *_dc_bps twins when time-scaled (or simulated: then equal)

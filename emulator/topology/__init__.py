@@ -18,19 +18,32 @@ from emulator.topology.build import build_topology
 from emulator.topology.errors import TopologyError
 from emulator.topology.generators import GENERATORS
 from emulator.topology.loader import dump_topology, load_spec, load_topology, topology_from_dict
-from emulator.topology.model import Gpu, Link, Port, Server, Switch, Topology, counts
+from emulator.topology.model import (
+    NETWORKS,
+    Gpu,
+    Link,
+    Port,
+    ScaleUpDomain,
+    Server,
+    Switch,
+    Topology,
+    counts,
+)
 from emulator.topology.routing import NextHop, Route, lookup, paths, routed_paths, routing_plan
-from emulator.topology.spec import KINDS, LinkSpec, TopologySpec, spec_from_dict
+from emulator.topology.spec import KINDS, LinkSpec, ScaleUpSpec, TopologySpec, spec_from_dict
 
 __all__ = [
     "GENERATORS",
     "KINDS",
+    "NETWORKS",
     "Gpu",
     "Link",
     "LinkSpec",
     "NextHop",
     "Port",
     "Route",
+    "ScaleUpDomain",
+    "ScaleUpSpec",
     "Server",
     "Switch",
     "Topology",

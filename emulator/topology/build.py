@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import networkx as nx
 
 from emulator.topology import addressing
-from emulator.topology.generators import GENERATORS, Attachment, SwitchPlan, Wiring
-from emulator.topology.model import Gpu, Link, Port, Server, Switch, Topology
+from emulator.topology.generators import GENERATORS, Attachment, SwitchPlan, Wiring, with_sites
+from emulator.topology.model import Gpu, Link, Port, ScaleUpDomain, Server, Switch, Topology
 from emulator.topology.spec import TopologySpec
 
 
@@ -39,6 +39,10 @@ def _port_plans(wiring: Wiring) -> dict[str, list[_PortPlan]]:
         plans[upper].append(_PortPlan(lower, "fabric", "down"))
     for lower, upper in wiring.fabric_links:
         plans[lower].append(_PortPlan(upper, "fabric", "up"))
+    # DCI ports come last on a border switch, in site order of the far end
+    for a, z in wiring.dci_links:
+        plans[a].append(_PortPlan(z, "fabric", "up"))
+        plans[z].append(_PortPlan(a, "fabric", "up"))
     return plans
 
 
@@ -67,7 +71,7 @@ def _gpu(attachment: Attachment, leaf: SwitchPlan, leaf_port: int, leaf_index: i
 
 def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology:
     """Build the topology ``spec`` describes (wired by its kind's generator by default)."""
-    wiring = wiring or GENERATORS[spec.kind](spec)
+    wiring = wiring or with_sites(spec, GENERATORS[spec.kind](spec))
     index_of = {plan.name: i for i, plan in enumerate(wiring.switches)}
     plan_of = {plan.name: plan for plan in wiring.switches}
     port_plans = _port_plans(wiring)
@@ -113,6 +117,7 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
             rail=plan.rail,
             leaf_index=plan.leaf_index,
             pod=plan.pod,
+            site=plan.site,
             router_id=addressing.router_id(index),
             prefix=addressing.leaf_prefix(plan.rail, plan.leaf_index) if owns_prefix else None,
             gateway_ip=addressing.gateway_ip(plan.rail, plan.leaf_index) if owns_prefix else None,
@@ -121,7 +126,8 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
 
     servers = tuple(
         Server(name=f"srv{s}", index=s,
-               gpus=tuple(_gpu_name(s, r) for r in range(spec.gpus_per_server)), pod=pod)
+               gpus=tuple(_gpu_name(s, r) for r in range(spec.gpus_per_server)), pod=pod,
+               site=wiring.server_sites[s] if wiring.server_sites else None)
         for s, pod in enumerate(wiring.server_pods)
     )
     links = [
@@ -136,8 +142,31 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
              delay_ns=spec.fabric_link.delay_ns, kind="fabric")
         for lower, upper in wiring.fabric_links
     ]
+    if spec.sites is not None:
+        dci = spec.sites.dci_link
+        links += [
+            Link(node_a=a, port_a=port_of[(a, z)], node_b=z, port_b=port_of[(z, a)],
+                 rate_bps=dci.rate_bps, delay_ns=dci.delay_ns, kind="fabric", network="dci")
+            for a, z in wiring.dci_links
+        ]
     return Topology(spec=spec, servers=servers, gpus=tuple(gpus), switches=tuple(switches),
-                    links=tuple(links), graph=_graph(gpus, switches, links))
+                    links=tuple(links), graph=_graph(gpus, switches, links),
+                    domains=_domains(spec, servers))
+
+
+def _domains(spec: TopologySpec, servers: tuple[Server, ...]) -> tuple[ScaleUpDomain, ...]:
+    """Scale-up domains: consecutive servers, ``servers_per_domain`` each."""
+    scale_up = spec.scale_up
+    if scale_up is None:
+        return ()
+    size = scale_up.servers_per_domain
+    return tuple(
+        ScaleUpDomain(name=f"su{d}", index=d,
+                      servers=tuple(server.name for server in members),
+                      gpus=tuple(gpu for server in members for gpu in server.gpus),
+                      rate_bps=scale_up.rate_bps, hop_latency_ns=scale_up.hop_latency_ns)
+        for d, members in enumerate(servers[i:i + size] for i in range(0, len(servers), size))
+    )
 
 
 def _graph(gpus: list[Gpu], switches: list[Switch], links: list[Link]) -> nx.Graph:
@@ -148,6 +177,7 @@ def _graph(gpus: list[Gpu], switches: list[Switch], links: list[Link]) -> nx.Gra
         graph.add_node(switch.name, role=switch.role, tier=switch.tier, rail=switch.rail)
     for link in links:
         a = link.gpu if link.gpu is not None else link.node_a
-        graph.add_edge(a, link.node_b, kind=link.kind, rate_bps=link.rate_bps,
+        graph.add_edge(a, link.node_b, kind=link.kind, network=link.network,
+                       rate_bps=link.rate_bps,
                        delay_ns=link.delay_ns, ports={a: link.port_a, link.node_b: link.port_b})
     return graph

@@ -19,6 +19,11 @@ links. Port numbers, addresses and the graph come later
   k/2 host positions of an edge switch is a server whose ``gpus_per_server``
   NICs all plug into that edge switch; servers are numbered pod by pod, edge by
   edge.
+- ``sites`` (any kind): the kind's wiring once per site, switch names
+  prefixed ``s{site}-``, servers numbered site by site, leaf numbers
+  continuing per rail (so addresses stay unique); each site's border
+  switches ``s{site}-border{b}`` link to every top-tier switch of the site,
+  and border ``b`` of each site to border ``b`` of every other site (DCI).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class SwitchPlan:
     rail: int | None = None  # leaves: the rail (plane) they serve; 0 without rails
     leaf_index: int | None = None  # leaves: their number inside that rail
     pod: int | None = None
+    site: int | None = None  # None in a one-site fabric
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class Wiring:
     attachments: tuple[Attachment, ...]  # in (server, gpu) order
     fabric_links: tuple[tuple[str, str], ...]  # (lower tier, upper tier)
     server_pods: tuple[int | None, ...]  # per server
+    dci_links: tuple[tuple[str, str], ...] = ()  # border to border, across sites
+    server_sites: tuple[int | None, ...] = ()  # per server; () in a one-site fabric
 
 
 def _spines(count: int) -> list[SwitchPlan]:
@@ -135,6 +143,47 @@ def fat_tree(spec: TopologySpec) -> Wiring:
         for j in range(half)
     ]
     return Wiring(tuple(edges + aggs + cores), tuple(attachments), tuple(links), tuple(server_pods))
+
+
+def with_sites(spec: TopologySpec, one_site: Wiring) -> Wiring:
+    """``one_site`` copied per site of ``spec.sites``, joined by border switches."""
+    sites = spec.sites
+    if sites is None:
+        return one_site
+    top_tier = max(plan.tier for plan in one_site.switches)
+    per_rail: dict[int, int] = {}
+    for plan in one_site.switches:
+        if plan.rail is not None and plan.leaf_index is not None:
+            per_rail[plan.rail] = max(per_rail.get(plan.rail, 0), plan.leaf_index + 1)
+    servers = len(one_site.server_pods)
+    switches: list[SwitchPlan] = []
+    attachments: list[Attachment] = []
+    links: list[tuple[str, str]] = []
+    for site in range(sites.count):
+        def name(switch: str, site: int = site) -> str:
+            return f"s{site}-{switch}"
+        for plan in one_site.switches:
+            leaf_index = (None if plan.leaf_index is None or plan.rail is None
+                          else plan.leaf_index + site * per_rail[plan.rail])
+            switches.append(SwitchPlan(name=name(plan.name), role=plan.role, tier=plan.tier,
+                                       rail=plan.rail, leaf_index=leaf_index, pod=plan.pod,
+                                       site=site))
+        attachments += [Attachment(server=a.server + site * servers, gpu=a.gpu,
+                                   switch=name(a.switch)) for a in one_site.attachments]
+        links += [(name(lower), name(upper)) for lower, upper in one_site.fabric_links]
+        tops = [plan.name for plan in one_site.switches if plan.tier == top_tier]
+        for b in range(sites.border_switches):
+            border = name(f"border{b}")
+            switches.append(SwitchPlan(name=border, role="border", tier=top_tier + 1, site=site))
+            links += [(name(top), border) for top in tops]
+    dci = tuple((f"s{a}-border{b}", f"s{z}-border{b}")
+                for b in range(sites.border_switches)
+                for a in range(sites.count) for z in range(a + 1, sites.count))
+    # attachments in (server, gpu) order: sites were appended in server order
+    return Wiring(tuple(switches), tuple(attachments), tuple(links),
+                  one_site.server_pods * sites.count, dci_links=dci,
+                  server_sites=tuple(site for site in range(sites.count)
+                                     for _ in range(servers)))
 
 
 # The registry of generators by ``kind``; read-only.

@@ -12,6 +12,11 @@ Conventions the other layers rely on:
   switch; a fabric link from the lower-tier switch (``node_a``) to the upper.
 - ``graph`` has one node per GPU NIC and per switch (servers are not nodes, so
   no path runs through a server) and one edge per link.
+- Every link carries the network it belongs to (one of :data:`NETWORKS`), so
+  results and drawings can group by network; the links built today are all on
+  the ``backend`` (scale-out) network. Scale-up domains are listed in
+  ``Topology.domains`` (empty without a ``scale_up`` key) with the servers and
+  GPUs each holds.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ import networkx as nx
 from emulator.topology.errors import TopologyError
 from emulator.topology.spec import TopologySpec
 
-SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core")
+SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core", "border")
 LEAF_ROLES: frozenset[str] = frozenset({"leaf", "edge"})
 LINK_KINDS: tuple[str, ...] = ("host", "fabric")
+# The networks of an AI cluster a link can belong to.
+NETWORKS: tuple[str, ...] = ("backend", "scale-up", "dci", "front-end", "storage")
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class Switch:
     rail: int | None  # the rail (plane) of a leaf or edge switch; None above
     leaf_index: int | None  # a leaf's or edge switch's number inside its rail
     pod: int | None  # fat-tree pod of edge and agg switches
+    site: int | None  # the site (``sites`` key); None in a one-site fabric
     router_id: str
     prefix: str | None  # the /24 this leaf or edge switch owns
     gateway_ip: str | None  # virtual gateway address of that prefix
@@ -89,6 +97,7 @@ class Server:
     index: int
     gpus: tuple[str, ...]
     pod: int | None = None
+    site: int | None = None  # the site (``sites`` key); None in a one-site fabric
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,23 @@ class Link:
     delay_ns: int
     kind: str  # "host" (server NIC to switch) or "fabric" (switch to switch)
     gpu: str | None = None  # the GPU whose NIC is node_a's port_a, for host links
+    network: str = "backend"  # one of NETWORKS
+
+
+@dataclass(frozen=True)
+class ScaleUpDomain:
+    """GPUs that meet at one scale-up (NVLink-class) switch.
+
+    ``rate_bps`` is each GPU's scale-up rate per direction and
+    ``hop_latency_ns`` the switch's hop latency (from the spec's ``scale_up``).
+    """
+
+    name: str  # su{d}
+    index: int
+    servers: tuple[str, ...]
+    gpus: tuple[str, ...]
+    rate_bps: int
+    hop_latency_ns: int
 
 
 @dataclass
@@ -113,12 +139,15 @@ class Topology:
     switches: tuple[Switch, ...]
     links: tuple[Link, ...]
     graph: nx.Graph = field(repr=False)
+    domains: tuple[ScaleUpDomain, ...] = ()
     _gpu_by_name: dict[str, Gpu] = field(init=False, repr=False)
     _switch_by_name: dict[str, Switch] = field(init=False, repr=False)
+    _domain_by_gpu: dict[str, ScaleUpDomain] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._gpu_by_name = {gpu.name: gpu for gpu in self.gpus}
         self._switch_by_name = {switch.name: switch for switch in self.switches}
+        self._domain_by_gpu = {gpu: domain for domain in self.domains for gpu in domain.gpus}
 
     @property
     def name(self) -> str:
@@ -159,6 +188,11 @@ class Topology:
         if found is None:
             raise TopologyError(f"unknown switch {name!r} in topology {self.name}")
         return found
+
+    def domain_of(self, gpu: str) -> ScaleUpDomain | None:
+        """The scale-up domain holding ``gpu``; None without a ``scale_up`` key."""
+        self.gpu(gpu)
+        return self._domain_by_gpu.get(gpu)
 
     def switches_with_role(self, role: str) -> tuple[Switch, ...]:
         return tuple(s for s in self.switches if s.role == role)

@@ -15,6 +15,13 @@ Keys by kind (see README "Topologies"):
   uplinks, default 64, at most 254 so host addresses fit one octet).
 - ``fat-tree``: ``name``, ``kind``, ``k``, ``host_link``, ``fabric_link``;
   optional ``gpus_per_server`` (default 1).
+- Every kind: optional ``scale_up`` (``rate`` per GPU per direction,
+  ``hop_latency`` of the scale-up switch, optional ``servers_per_domain``,
+  default 1). Without it GPUs of a server reach each other in zero time, as
+  before the key existed.
+- Every kind: optional ``sites`` (``count`` >= 2 copies of the fabric the
+  other keys describe, ``border_switches`` per site, default 1, and
+  ``dci_link`` with ``rate`` and ``delay`` or ``distance``, 5 us per km).
 """
 
 from __future__ import annotations
@@ -28,10 +35,14 @@ import jsonschema
 from emulator.topology.errors import TopologyError
 from emulator.topology.units import (
     DELAY_HINT,
+    DISTANCE_HINT,
     RATE_HINT,
+    SCALE_UP_RATE_HINT,
     format_delay,
     format_rate,
+    format_distance,
     parse_delay_ns,
+    parse_distance_m,
     parse_rate_bps,
 )
 
@@ -41,6 +52,9 @@ MAX_LEAF_PORTS = 254
 MAX_GPUS_PER_SERVER = 64
 # The third octet of a leaf prefix numbers the leaves of one rail (or plane).
 MAX_LEAVES_PER_RAIL = 256
+MAX_SITES = 16
+# Light in fibre: about 5 us per km one way.
+FIBRE_DELAY_NS_PER_M = 5
 
 # Line numbers of keys, by key path; () is never looked up.
 KeyLines = Mapping[tuple[str, ...], int]
@@ -54,6 +68,46 @@ _LINK_SCHEMA: dict[str, Any] = {
         "delay": {"type": ["string", "integer"], "description": DELAY_HINT},
     },
     "required": ["rate", "delay"],
+    "additionalProperties": False,
+}
+_SCALE_UP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": ("a mapping with rate, hop_latency and optional servers_per_domain, "
+                    "e.g. {rate: 450GBps, hop_latency: 250ns}"),
+    "properties": {
+        "rate": {"type": ["string", "integer"], "description": SCALE_UP_RATE_HINT},
+        "hop_latency": {"type": ["string", "integer"], "description": DELAY_HINT},
+        "servers_per_domain": {
+            "type": "integer", "minimum": 1,
+            "description": "a whole number >= 1 that divides the servers (default 1)",
+        },
+    },
+    "required": ["rate", "hop_latency"],
+    "additionalProperties": False,
+}
+_DCI_LINK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "a mapping with rate and distance or delay, e.g. {rate: 400Gbps, distance: 10km}",
+    "properties": {
+        "rate": {"type": ["string", "integer"], "description": RATE_HINT},
+        "delay": {"type": ["string", "integer"], "description": DELAY_HINT},
+        "distance": {"type": ["string", "integer"], "description": DISTANCE_HINT},
+    },
+    "required": ["rate"],
+    "additionalProperties": False,
+}
+_SITES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": ("a mapping with count, dci_link and optional border_switches, "
+                    "e.g. {count: 2, dci_link: {rate: 400Gbps, distance: 10km}}"),
+    "properties": {
+        "count": {"type": "integer", "minimum": 2, "maximum": MAX_SITES,
+                  "description": f"a whole number from 2 to {MAX_SITES}"},
+        "border_switches": {"type": "integer", "minimum": 1,
+                            "description": "a whole number >= 1 (default 1)"},
+        "dci_link": _DCI_LINK_SCHEMA,
+    },
+    "required": ["count", "dci_link"],
     "additionalProperties": False,
 }
 # Every key a topology file may hold; each kind takes some of them.
@@ -83,6 +137,8 @@ _PROPERTIES: dict[str, Any] = {
     },
     "host_link": _LINK_SCHEMA,
     "fabric_link": _LINK_SCHEMA,
+    "scale_up": _SCALE_UP_SCHEMA,
+    "sites": _SITES_SCHEMA,
 }
 
 
@@ -97,13 +153,15 @@ def _object_schema(keys: Sequence[str], required: Sequence[str]) -> dict[str, An
 
 
 _LEAF_SPINE_KEYS = ("name", "kind", "servers", "gpus_per_server", "servers_per_leaf", "spines",
-                    "leaf_ports", "host_link", "fabric_link")
-_LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS if key != "leaf_ports")
+                    "leaf_ports", "host_link", "fabric_link", "scale_up", "sites")
+_LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS
+                             if key not in ("leaf_ports", "scale_up", "sites"))
 SCHEMAS: dict[str, dict[str, Any]] = {
     "rail-optimized": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "leaf-spine": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "fat-tree": _object_schema(
-        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link"),
+        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link", "scale_up",
+         "sites"),
         ("name", "kind", "k", "host_link", "fabric_link"),
     ),
 }
@@ -118,6 +176,54 @@ class LinkSpec:
 
     def to_dict(self) -> dict[str, str]:
         return {"rate": format_rate(self.rate_bps), "delay": format_delay(self.delay_ns)}
+
+
+@dataclass(frozen=True)
+class ScaleUpSpec:
+    """The scale-up tier (NVLink-class): GPUs of a domain meet at one scale-up switch.
+
+    ``rate_bps`` is each GPU's scale-up rate per direction, ``hop_latency_ns``
+    the switch's hop latency; a domain holds ``servers_per_domain`` servers.
+    """
+
+    rate_bps: int
+    hop_latency_ns: int
+    servers_per_domain: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"rate": format_rate(self.rate_bps),
+                                "hop_latency": format_delay(self.hop_latency_ns)}
+        if self.servers_per_domain != 1:
+            data["servers_per_domain"] = self.servers_per_domain
+        return data
+
+
+@dataclass(frozen=True)
+class SitesSpec:
+    """Scale-across: ``count`` copies of the fabric joined by DCI links.
+
+    Each site's ``border_switches`` link to every top-tier switch of the site;
+    border ``b`` of every site links to border ``b`` of every other site over
+    ``dci_link``. ``distance_m`` is kept when the file gave a distance (the
+    delay is then 5 ns per metre).
+    """
+
+    count: int
+    dci_link: LinkSpec
+    border_switches: int = 1
+    distance_m: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        dci: dict[str, Any] = {"rate": format_rate(self.dci_link.rate_bps)}
+        if self.distance_m is not None:
+            dci["distance"] = format_distance(self.distance_m)
+        else:
+            dci["delay"] = format_delay(self.dci_link.delay_ns)
+        data: dict[str, Any] = {"count": self.count}
+        if self.border_switches != 1:
+            data["border_switches"] = self.border_switches
+        data["dci_link"] = dci
+        return data
 
 
 @dataclass(frozen=True)
@@ -139,6 +245,13 @@ class TopologySpec:
     fabric_link: LinkSpec
     leaf_ports: int = DEFAULT_LEAF_PORTS
     k: int | None = None
+    scale_up: ScaleUpSpec | None = None  # None: GPUs of a server meet in zero time
+    sites: SitesSpec | None = None  # None: one site, as before the key existed
+
+    @property
+    def site_count(self) -> int:
+        """Sites of the cluster; ``servers`` and the other shape keys are per site."""
+        return 1 if self.sites is None else self.sites.count
 
     def to_dict(self) -> dict[str, Any]:
         """The mapping a topology file holds: only the keys this kind takes."""
@@ -155,6 +268,10 @@ class TopologySpec:
                 data["leaf_ports"] = self.leaf_ports
         data["host_link"] = self.host_link.to_dict()
         data["fabric_link"] = self.fabric_link.to_dict()
+        if self.scale_up is not None:
+            data["scale_up"] = self.scale_up.to_dict()
+        if self.sites is not None:
+            data["sites"] = self.sites.to_dict()
         return data
 
 
@@ -189,6 +306,13 @@ def show_value(value: object) -> str:
     return repr(value)
 
 
+def _mapping_name(path: Sequence[str]) -> str:
+    """How messages call the nested mapping at ``path``."""
+    if path[0] == "sites":
+        return "sites.dci_link" if len(path) > 1 else "sites"
+    return "scale_up" if path[0] == "scale_up" else "a link"
+
+
 def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tuple[list[str], str]:
     """The key path and message for one schema violation."""
     path = [str(part) for part in error.absolute_path]
@@ -198,7 +322,7 @@ def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tupl
     if error.validator == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
         extra = sorted((key for key in value if key not in allowed), key=str)[0]
-        where = f"kind {kind}" if not path else "a link"
+        where = f"kind {kind}" if not path else _mapping_name(path)
         other_kinds = [other for other in KINDS if extra in SCHEMAS[other]["properties"]]
         if not path and other_kinds:
             return path + [extra], (f"does not apply to kind {kind} (it is a key of "
@@ -207,7 +331,7 @@ def _describe_schema_error(error: jsonschema.ValidationError, kind: str) -> tupl
         return path + [extra], f"unknown key; {where} takes {', '.join(allowed)}"
     if error.validator == "required":
         missing = next(key for key in error.validator_value if key not in value)
-        what = f"kind {kind}" if not path else "a link"
+        what = f"kind {kind}" if not path else _mapping_name(path)
         return path + [missing], f"is missing; {what} needs {', '.join(error.validator_value)}"
     if error.validator == "type":
         expected = error.validator_value
@@ -256,6 +380,70 @@ def _link(data: Mapping[str, Any], key: str, source: str, lines: KeyLines) -> Li
     return LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns)
 
 
+def _scale_up(data: Mapping[str, Any], servers: int, source: str,
+              lines: KeyLines) -> ScaleUpSpec | None:
+    raw = data.get("scale_up")
+    if raw is None:
+        return None
+    try:
+        rate_bps = parse_rate_bps(raw["rate"])
+    except ValueError as exc:
+        raise topology_error(source, lines, ["scale_up", "rate"],
+                             f"{exc}; {SCALE_UP_RATE_HINT}") from None
+    try:
+        hop_latency_ns = parse_delay_ns(raw["hop_latency"])
+    except ValueError as exc:
+        raise topology_error(source, lines, ["scale_up", "hop_latency"],
+                             f"{exc}; {DELAY_HINT}") from None
+    per_domain = raw.get("servers_per_domain", 1)
+    if servers % per_domain:
+        raise topology_error(
+            source, lines, ["scale_up", "servers_per_domain"],
+            f"{per_domain} does not divide the {servers} servers; use a divisor of {servers} "
+            f"so every scale-up domain is whole")
+    return ScaleUpSpec(rate_bps=rate_bps, hop_latency_ns=hop_latency_ns,
+                       servers_per_domain=per_domain)
+
+
+def _sites(data: Mapping[str, Any], leaves_per_rail: int, source: str,
+           lines: KeyLines) -> SitesSpec | None:
+    raw = data.get("sites")
+    if raw is None:
+        return None
+    dci = raw["dci_link"]
+    path = ["sites", "dci_link"]
+    try:
+        rate_bps = parse_rate_bps(dci["rate"])
+    except ValueError as exc:
+        raise topology_error(source, lines, path + ["rate"], f"{exc}; {RATE_HINT}") from None
+    if ("delay" in dci) == ("distance" in dci):
+        raise topology_error(source, lines, path,
+                             "give exactly one of delay (e.g. 50us) or distance (e.g. 10km, "
+                             "5us per km)")
+    distance_m = None
+    if "distance" in dci:
+        try:
+            distance_m = parse_distance_m(dci["distance"])
+        except ValueError as exc:
+            raise topology_error(source, lines, path + ["distance"],
+                                 f"{exc}; {DISTANCE_HINT}") from None
+        delay_ns = distance_m * FIBRE_DELAY_NS_PER_M
+    else:
+        try:
+            delay_ns = parse_delay_ns(dci["delay"])
+        except ValueError as exc:
+            raise topology_error(source, lines, path + ["delay"],
+                                 f"{exc}; {DELAY_HINT}") from None
+    count = raw["count"]
+    if count * leaves_per_rail > MAX_LEAVES_PER_RAIL:
+        raise topology_error(
+            source, lines, ["sites", "count"],
+            f"{count} sites x {leaves_per_rail} leaves per rail need {count * leaves_per_rail} "
+            f"leaves per rail; the addressing plan has room for {MAX_LEAVES_PER_RAIL}")
+    return SitesSpec(count=count, dci_link=LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns),
+                     border_switches=raw.get("border_switches", 1), distance_m=distance_m)
+
+
 def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
                      fabric_link: LinkSpec, source: str, lines: KeyLines) -> TopologySpec:
     servers = data["servers"]
@@ -283,7 +471,9 @@ def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
         )
     return TopologySpec(name=data["name"], kind=kind, servers=servers, gpus_per_server=gpus,
                         servers_per_leaf=per_leaf, spines=spines, host_link=host_link,
-                        fabric_link=fabric_link, leaf_ports=leaf_ports)
+                        fabric_link=fabric_link, leaf_ports=leaf_ports,
+                        scale_up=_scale_up(data, servers, source, lines),
+                        sites=_sites(data, leaves_per_rail, source, lines))
 
 
 def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: LinkSpec,
@@ -310,7 +500,9 @@ def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: Li
         )
     return TopologySpec(name=data["name"], kind="fat-tree", servers=k * half * half,
                         gpus_per_server=gpus, servers_per_leaf=half, spines=half * half,
-                        host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k)
+                        host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k,
+                        scale_up=_scale_up(data, k * half * half, source, lines),
+                        sites=_sites(data, edges, source, lines))
 
 
 def spec_from_dict(data: object, source: str = "<dict>",

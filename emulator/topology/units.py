@@ -1,8 +1,10 @@
 """Link rates and delays as written in topology files, and back.
 
 A rate is a whole number of bits per second, written with a unit (``bps``,
-``Kbps``, ``Mbps``, ``Gbps``, spelled exactly so; decimal multiples of 1000) or
-as a plain integer meaning bps. A delay is a whole number of nanoseconds,
+``Kbps``, ``Mbps``, ``Gbps``, ``Tbps``, or in bytes per second as data-centre
+sheets quote scale-up links: ``KBps``, ``MBps``, ``GBps``, ``TBps``; spelled
+exactly so; decimal multiples of 1000) or as a plain integer meaning bps.
+Rates are written back in bit units up to ``Gbps``, as files wrote them before. A delay is a whole number of nanoseconds,
 written with ``ns``, ``us``, ``ms`` or ``s``, or as a plain integer meaning ns.
 Fractions are fine when the result is whole (``2.5Gbps``, ``1.5us``).
 
@@ -21,6 +23,14 @@ RATE_UNITS_BPS: dict[str, int] = {
     "Mbps": 1_000_000,
     "Gbps": 1_000_000_000,
 }
+# Units a file may write besides RATE_UNITS_BPS (formatting never picks them).
+EXTRA_RATE_UNITS_BPS: dict[str, int] = {
+    "Tbps": 1_000_000_000_000,
+    "KBps": 8_000,
+    "MBps": 8_000_000,
+    "GBps": 8_000_000_000,
+    "TBps": 8_000_000_000_000,
+}
 DELAY_UNITS_NS: dict[str, int] = {
     "ns": 1,
     "us": 1_000,
@@ -29,6 +39,7 @@ DELAY_UNITS_NS: dict[str, int] = {
 }
 
 RATE_HINT = "use a number with bps, Kbps, Mbps or Gbps (e.g. 100Mbps)"
+SCALE_UP_RATE_HINT = "use a number with Gbps, Tbps or bytes per second GBps, TBps (e.g. 450GBps)"
 DELAY_HINT = "use a number with ns, us, ms or s (e.g. 5us)"
 
 _QUANTITY = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]+)\s*$")
@@ -56,7 +67,7 @@ def _parse(value: object, units: dict[str, int], what: str) -> int:
 
 def parse_rate_bps(value: object) -> int:
     """``"100Mbps"`` -> 100_000_000; a plain int is already bps."""
-    rate_bps = _parse(value, RATE_UNITS_BPS, "a rate")
+    rate_bps = _parse(value, {**RATE_UNITS_BPS, **EXTRA_RATE_UNITS_BPS}, "a rate")
     if rate_bps <= 0:
         raise ValueError(f"{value!r} is not a positive rate")
     return rate_bps
@@ -68,6 +79,23 @@ def parse_delay_ns(value: object) -> int:
     if delay_ns < 0:
         raise ValueError(f"{value!r} is not a delay >= 0")
     return delay_ns
+
+
+DISTANCE_UNITS_M: dict[str, int] = {"m": 1, "km": 1_000}
+DISTANCE_HINT = "use a number with m or km (e.g. 10km)"
+
+
+def parse_distance_m(value: object) -> int:
+    """``"10km"`` -> 10_000; a plain int is already metres."""
+    distance_m = _parse(value, DISTANCE_UNITS_M, "a distance")
+    if distance_m < 0:
+        raise ValueError(f"{value!r} is not a distance >= 0")
+    return distance_m
+
+
+def format_distance(distance_m: int) -> str:
+    """10_000 -> ``"10km"``."""
+    return _format(distance_m, DISTANCE_UNITS_M)
 
 
 def _format(amount: int, units: dict[str, int]) -> str:

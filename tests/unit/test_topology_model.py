@@ -5,14 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from emulator.topology import (
     GENERATORS,
+    NETWORKS,
     TopologyError,
     counts,
     dump_topology,
     load_spec,
     load_topology,
+    paths,
+    routed_paths,
+    routing_plan,
     topology_from_dict,
 )
 from emulator.topology.units import format_delay, format_rate, parse_delay_ns, parse_rate_bps
@@ -154,7 +159,9 @@ def test_links_agree_with_ports_on_both_ends():
                 a = topology.switch(link.node_a).port(link.port_a)
                 assert (a.peer, a.peer_port, a.peer_mac) == (link.node_b, link.port_b, b.mac)
                 assert (b.peer, b.peer_port, b.peer_mac) == (link.node_a, link.port_a, a.mac)
-                assert topology.switch(link.node_a).tier < topology.switch(link.node_b).tier
+                tiers = topology.switch(link.node_a).tier, topology.switch(link.node_b).tier
+                # a DCI link joins two border switches, of one tier
+                assert tiers[0] == tiers[1] if link.network == "dci" else tiers[0] < tiers[1]
             assert topology.graph.has_edge(link.gpu or link.node_a, link.node_b)
         assert topology.graph.number_of_edges() == len(topology.links)
         assert topology.graph.number_of_nodes() == len(topology.gpus) + len(topology.switches)
@@ -217,6 +224,8 @@ def test_round_trip_keeps_non_default_leaf_ports(tmp_path):
 @pytest.mark.parametrize("text, rate_bps", [
     ("100Mbps", 100_000_000), ("1Gbps", 10 ** 9), ("400Gbps", 400 * 10 ** 9),
     ("10Kbps", 10_000), ("9600bps", 9600), (12345, 12345), ("2.5Gbps", 2_500_000_000),
+    ("450GBps", 3_600 * 10 ** 9), ("3600Gbps", 3_600 * 10 ** 9), ("1.8TBps", 14_400 * 10 ** 9),
+    ("3.2Tbps", 3_200 * 10 ** 9), ("1MBps", 8_000_000),
 ])
 def test_parse_rate(text, rate_bps):
     assert parse_rate_bps(text) == rate_bps
@@ -242,3 +251,78 @@ def test_bad_rates(text):
 def test_bad_delays(text):
     with pytest.raises(ValueError):
         parse_delay_ns(text)
+
+
+def test_scale_up_domains_group_consecutive_servers_and_round_trip(tmp_path):
+    data = yaml.safe_load((TOPOLOGIES / "rail-4x4.yaml").read_text())
+    plain = topology_from_dict(dict(data))
+    data["scale_up"] = {"rate": "450GBps", "hop_latency": "250ns", "servers_per_domain": 2}
+    topology = topology_from_dict(data)
+    assert [d.servers for d in topology.domains] == [("srv0", "srv1"), ("srv2", "srv3")]
+    domain = topology.domain_of("srv3/gpu1")
+    assert domain is not None and domain.name == "su1" and len(domain.gpus) == 8
+    assert domain.rate_bps == 450 * 8 * 10**9 and domain.hop_latency_ns == 250
+    # The scale-up key changes nothing of the backend: same addresses, links, routes.
+    assert topology.gpus == plain.gpus and topology.links == plain.links
+    assert routing_plan(topology) == routing_plan(plain)
+    assert plain.domains == () and plain.domain_of("srv0/gpu0") is None
+    path = tmp_path / "su.yaml"
+    dump_topology(topology, path)
+    again = load_topology(path)
+    assert again.spec == topology.spec and again.domains == topology.domains
+
+
+def test_scale_up_defaults_to_one_domain_per_server():
+    data = yaml.safe_load((TOPOLOGIES / "fat-tree-k4.yaml").read_text())
+    data["scale_up"] = {"rate": "3600Gbps", "hop_latency": "1us"}
+    topology = topology_from_dict(data)
+    assert [d.servers for d in topology.domains] == [(s.name,) for s in topology.servers]
+
+
+def test_every_link_and_graph_edge_is_tagged_backend():
+    topology = load_topology(TOPOLOGIES / "rail-4x4.yaml")
+    assert {link.network for link in topology.links} == {"backend"}
+    assert {net for _, _, net in topology.graph.edges(data="network")} == {"backend"}
+    assert set(NETWORKS) >= {"backend", "scale-up", "dci", "front-end", "storage"}
+
+
+@pytest.mark.parametrize("file", ["rail-4x4.yaml", "fat-tree-k4.yaml"])
+def test_sites_copy_the_fabric_and_join_borders_over_dci(file, tmp_path):
+    data = yaml.safe_load((TOPOLOGIES / file).read_text())
+    one = topology_from_dict(dict(data))
+    data["sites"] = {"count": 3, "border_switches": 2,
+                     "dci_link": {"rate": "400Gbps", "distance": "10km"}}
+    topology = topology_from_dict(data)
+    assert len(topology.servers) == 3 * len(one.servers)
+    assert [s.site for s in topology.servers] == [i // len(one.servers)
+                                                  for i in range(len(topology.servers))]
+    # every switch of the one-site fabric is there per site, plus 2 borders per site
+    assert len(topology.switches) == 3 * (len(one.switches) + 2)
+    assert all(sw.site is not None for sw in topology.switches)
+    # addresses stay unique across sites
+    assert len({gpu.ip for gpu in topology.gpus}) == len(topology.gpus)
+    dci = [link for link in topology.links if link.network == "dci"]
+    # border b of each site to border b of every other: 2 borders x 3 site pairs
+    assert len(dci) == 2 * 3
+    assert {link.delay_ns for link in dci} == {50_000}  # 10 km at 5 us/km
+    assert {link.rate_bps for link in dci} == {400 * 10 ** 9}
+    assert {link.network for link in topology.links if link not in dci} == {"backend"}
+    last = topology.gpus[-1].name
+    for path in paths(topology, "srv0/gpu0", last):
+        assert [n for n in path if "border" in n][0].startswith("s0-border")
+        assert sum("border" in n for n in path) == 2
+    # hop-by-hop routes agree with shortest paths across sites
+    assert sorted(map(tuple, routed_paths(topology, routing_plan(topology), "srv0/gpu0", last))) \
+        == sorted(map(tuple, paths(topology, "srv0/gpu0", last)))
+    dump_topology(topology, tmp_path / "t.yaml")
+    again = load_topology(tmp_path / "t.yaml")
+    assert again.spec == topology.spec and again.links == topology.links
+
+
+def test_dci_delay_may_be_given_instead_of_distance():
+    data = yaml.safe_load((TOPOLOGIES / "rail-4x4.yaml").read_text())
+    data["sites"] = {"count": 2, "dci_link": {"rate": "100Gbps", "delay": "1ms"}}
+    topology = topology_from_dict(data)
+    assert topology.params["sites"] == {"count": 2, "dci_link": {"rate": "100Gbps",
+                                                                 "delay": "1ms"}}
+    assert [l.delay_ns for l in topology.links if l.network == "dci"] == [10 ** 6]
