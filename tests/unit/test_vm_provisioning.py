@@ -323,6 +323,10 @@ def test_dry_run_adds_the_p4lang_repository_with_a_keyring(dry_run: subprocess.C
     assert i_source < i_update < i_p4
     for pkg in ("p4lang-p4c", "p4lang-bmv2", "p4lang-pi"):
         assert pkg in commands[i_p4]
+    # simple_switch_CLI (queues and the PFC emulation over Thrift) imports
+    # Thrift's Python library; it is installed with the toolchain.
+    assert any("python3-thrift" in c for c in commands[i_p4:]) or \
+        re.search(r"already installed: .*python3-thrift", dry_run.stdout)
 
 
 def test_the_p4lang_source_is_well_formed_for_apt(dry_run: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
@@ -541,6 +545,7 @@ cp "$1" "$out"
     "p4c": "echo p4c 1.2.5",
     "p4c-bm2-ss": "echo p4c-bm2-ss 1.2.5",
     "simple_switch_grpc": "echo 1.15.0",
+    "simple_switch_CLI": "echo usage: simple_switch_CLI",
 }
 
 
@@ -587,7 +592,8 @@ def test_a_real_run_twice_adds_the_source_once_and_ends_with_setup_sh(tmp_path: 
     first, second = logs
 
     installed = (state / "installed").read_text().split()
-    for pkg in ("mininet", "tshark", "shellcheck", "ruby", "p4lang-p4c", "p4lang-bmv2", "p4lang-pi"):
+    for pkg in ("mininet", "tshark", "shellcheck", "ruby", "p4lang-p4c", "p4lang-bmv2", "p4lang-pi",
+                "python3-thrift"):
         assert pkg in installed, pkg
     assert "wireshark-common/install-setuid boolean true" in (state / "debconf").read_text()
     assert "usermod -aG wireshark nobody" in first
