@@ -282,6 +282,13 @@ install_p4() {
     if ! simple_switch_CLI --help >/dev/null 2>&1; then
         die "simple_switch_CLI does not start (its Thrift Python modules are missing?); run 'simple_switch_CLI --help' to see why"
     fi
+    # --priority-queues came with BMv2 1.15.1; an older simple_switch_grpc
+    # rejects every target option, --grpc-server-addr included.
+    local help_text
+    help_text="$(simple_switch_grpc --help 2>&1 || true)"
+    if [[ "$help_text" != *--priority-queues* ]]; then
+        die "simple_switch_grpc has no --priority-queues option: aifabric needs BMv2 1.15.1 or later (see 'apt-cache policy p4lang-bmv2')"
+    fi
 }
 
 install_project() {

@@ -43,6 +43,7 @@ def compile_fabric(target: str, workdir: Path) -> CompiledFabric:
         if missing:
             raise TargetUnavailable(f"target bmv2: {', '.join(missing)} not installed here "
                                     "(BMv2 and p4c come with the Vagrant VM)")
+        bmv2.require_priority_queues(bmv2.require_tool(bmv2.SWITCH_BINARY))
         out = workdir / "fabric.json"
         config = bmv2.compile_program(str(FABRIC_P4), str(out), str(p4info_path))
         from emulator.p4.p4info.text import read_text

@@ -12,6 +12,18 @@ frames) and ``set_queue_rate`` (the link rate in full-size frames per
 second) through ``simple_switch_CLI``. The queue thus builds inside BMv2,
 where the P4 program sees it (``enq_qdepth``); no HTB is added on the
 interfaces, since a kernel queue would hide it. Link delay is not realised.
+
+With ``--priority-queues N`` both settings apply to each of a port's N
+priority queues (BMv2's ``set_queue_rate RATE PORT`` sets every priority
+queue of the port), not to the port as a whole: each queue holds the
+buffer's worth of frames and each sends at up to the link rate, so a port
+with k busy priorities sends at up to k times the link rate.
+
+``--priority-queues`` is a target option of ``simple_switch_grpc`` since
+BMv2 1.15.1 (commit adff022f). An older switch rejects the whole target
+option list, ``--grpc-server-addr`` included, so every switch would bind
+the default 0.0.0.0:9559: :func:`require_priority_queues` refuses such a
+switch in one line before anything starts.
 """
 
 from __future__ import annotations
@@ -37,6 +49,29 @@ def require_tool(name: str) -> str:
         raise NetworkError(f"{name} is not installed here (BMv2 and p4c come with the Vagrant "
                            "VM: see the Vagrantfile)")
     return found
+
+
+PRIORITY_QUEUES_OPTION = "--priority-queues"
+FIRST_VERSION_WITH_PRIORITY_QUEUES = "1.15.1"
+
+
+def has_priority_queues(help_text: str) -> bool:
+    """Whether ``simple_switch_grpc --help`` lists the target option
+    ``--priority-queues``."""
+    return PRIORITY_QUEUES_OPTION in help_text
+
+
+def require_priority_queues(binary: str) -> None:
+    """A one-line error unless ``binary`` takes ``--priority-queues``."""
+    try:
+        done = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                              timeout=CLI_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NetworkError(f"{binary} --help failed: {exc}") from exc
+    if not has_priority_queues(done.stdout + done.stderr):
+        raise NetworkError(f"{binary} has no {PRIORITY_QUEUES_OPTION} option; aifabric needs BMv2 "
+                           f"{FIRST_VERSION_WITH_PRIORITY_QUEUES} or later (older switches ignore "
+                           "every target option, --grpc-server-addr included)")
 
 
 def compile_command(p4_path: str, out_json: str, p4info_path: str) -> list[str]:

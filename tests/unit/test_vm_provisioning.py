@@ -544,7 +544,8 @@ cp "$1" "$out"
 """,
     "p4c": "echo p4c 1.2.5",
     "p4c-bm2-ss": "echo p4c-bm2-ss 1.2.5",
-    "simple_switch_grpc": "echo 1.15.0",
+    "simple_switch_grpc": 'if [[ "${1:-}" == --help ]]; then echo "  --priority-queues arg"; '
+                          'else echo 1.15.1; fi',
     "simple_switch_CLI": "echo usage: simple_switch_CLI",
 }
 

@@ -12,9 +12,17 @@ import pytest
 from emulator.cli.errors import user_error_types
 from emulator.cli.main import main
 from emulator.control.compile import TargetUnavailable, compile_fabric
+from emulator.network import bmv2
 from emulator.network.errors import NetworkError
 
-TOOLS = ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
+# The shape of `simple_switch_grpc --help` (BMv2 1.15.1 and later; 1.15.0
+# has no --priority-queues).
+HELP_1_15_0 = """Usage: SWITCH_NAME [options] <path to JSON config file>
+Target specific options:
+  --grpc-server-addr arg   Bind gRPC server to given address [default is 0.0.0.0:9559]
+  --cpu-port arg           Choose a numerical value for the CPU port
+"""
+HELP_1_15_1 = HELP_1_15_0 + "  --priority-queues arg    Number of priority queues (default is 1)\n"
 
 
 def _tool(directory: Path, name: str, body: str) -> None:
@@ -41,7 +49,7 @@ def test_p4c_failure_is_a_network_error_with_its_stderr(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _tool(bin_dir, "p4c-bm2-ss", "echo 'fabric.p4(12): [--Werror=type-error] error: bad' >&2; exit 1")
-    _tool(bin_dir, "simple_switch_grpc", "exit 0")
+    _tool(bin_dir, "simple_switch_grpc", f"cat <<'EOF'\n{HELP_1_15_1}EOF")
     _tool(bin_dir, "simple_switch_CLI", "exit 0")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
     with pytest.raises(NetworkError) as info:
@@ -57,3 +65,22 @@ def test_up_on_bmv2_without_bmv2_exits_2_with_one_line(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err.startswith("aifabric: ") and "\n" not in err and "not installed here" in err
+
+
+def test_a_switch_without_priority_queues_is_refused_before_compiling(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _tool(bin_dir, "p4c-bm2-ss", f"touch {tmp_path}/p4c-ran; exit 1")
+    _tool(bin_dir, "simple_switch_grpc", f"cat <<'EOF'\n{HELP_1_15_0}EOF")
+    _tool(bin_dir, "simple_switch_CLI", "exit 0")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
+    with pytest.raises(NetworkError) as info:
+        compile_fabric("bmv2", tmp_path / "build")
+    message = str(info.value)
+    assert "\n" not in message and "--priority-queues" in message and "1.15.1" in message
+    assert not (tmp_path / "p4c-ran").exists()
+
+
+def test_priority_queues_read_from_the_help_text():
+    assert bmv2.has_priority_queues(HELP_1_15_1)
+    assert not bmv2.has_priority_queues(HELP_1_15_0)
