@@ -12,6 +12,10 @@ frames) and ``set_queue_rate`` (the link rate in full-size frames per
 second) through ``simple_switch_CLI``. The queue thus builds inside BMv2,
 where the P4 program sees it (``enq_qdepth``); no HTB is added on the
 interfaces, since a kernel queue would hide it. Link delay is not realised.
+``simple_switch_grpc`` opens its gRPC port before its Thrift server (and
+registers the ``simple_switch`` Thrift service after that), so the switch
+being "up" (gRPC answers) does not mean Thrift does: :func:`set_queues`
+retries the CLI until it succeeds or :data:`THRIFT_WAIT_S` has passed.
 
 With ``--priority-queues N`` both settings apply to each of a port's N
 priority queues (BMv2's ``set_queue_rate RATE PORT`` sets every priority
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from typing import Sequence
 
 from emulator.network.errors import NetworkError, SwitchStartError
@@ -40,6 +45,10 @@ CLI_BINARY = "simple_switch_CLI"
 COMPILER_BINARY = "p4c-bm2-ss"
 FULL_FRAME_BYTES = 1514
 CLI_TIMEOUT_S = 20.0
+THRIFT_WAIT_S = 10.0
+THRIFT_RETRY_S = 0.2
+# What simple_switch_CLI prints for a command that failed (it still exits 0).
+CLI_ERROR_MARKS = ("Error", "Invalid", "Traceback")
 
 
 def require_tool(name: str) -> str:
@@ -110,9 +119,15 @@ def set_queues(switch: str, thrift_port: int, ports: Sequence[PortPlan]) -> None
     if not commands:
         return
     cli = require_tool(CLI_BINARY)
-    done = subprocess.run([cli, "--thrift-port", str(thrift_port)],
-                          input="\n".join(commands) + "\n", capture_output=True, text=True,
-                          timeout=CLI_TIMEOUT_S, check=False)
-    if done.returncode != 0 or "Error" in done.stdout:
+    deadline = time.monotonic() + THRIFT_WAIT_S
+    while True:
+        # The commands only set values, so running them again is harmless.
+        done = subprocess.run([cli, "--thrift-port", str(thrift_port)],
+                              input="\n".join(commands) + "\n", capture_output=True, text=True,
+                              timeout=CLI_TIMEOUT_S, check=False)
+        if done.returncode == 0 or time.monotonic() >= deadline:
+            break
+        time.sleep(THRIFT_RETRY_S)
+    if done.returncode != 0 or any(mark in done.stdout for mark in CLI_ERROR_MARKS):
         raise SwitchStartError(f"switch {switch}: setting queues over Thrift (port {thrift_port}) "
                                f"failed:\n{(done.stdout + done.stderr).strip()[-2000:]}")
