@@ -150,12 +150,24 @@ def start_bmv2(net: Network, tmp: str, p4: str) -> tuple[subprocess.Popen, None]
            "-i", "2@sw-eth2", "--thrift-port", "9090", "--log-level", "off", f"{tmp}/prog.json",
            "--", "--grpc-server-addr", "127.0.0.1:9559"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(2)
     entries = "".join(
         f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.{p}.0/24 => "
         f"{SWITCH_MAC[p]:#014x} {p}\n" for p in (1, 2, 3))
-    subprocess.run(["ip", "netns", "exec", net.ns["sw"], "simple_switch_CLI", "--thrift-port",
-                    "9090"], input=entries.encode(), capture_output=True, timeout=20, check=True)
+    # simple_switch_CLI exits 1 until the switch's Thrift server answers, and
+    # 0 after a command that failed (it prints the error): check both.
+    deadline = time.monotonic() + 30
+    while True:
+        done = subprocess.run(["ip", "netns", "exec", net.ns["sw"], "simple_switch_CLI",
+                               "--thrift-port", "9090"], input=entries, text=True,
+                              capture_output=True, timeout=20, check=False)
+        if done.returncode == 0 or proc.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    failed = [line for line in done.stdout.splitlines() if line.startswith(("Error", "Invalid"))]
+    if done.returncode != 0 or failed:
+        proc.kill()
+        raise SystemExit(f"switch_pps: simple_switch_CLI could not add the entries: "
+                         f"{(failed or done.stdout.splitlines() or ['no output'])[-1]}")
     return proc, None
 
 

@@ -28,7 +28,10 @@ set -euo pipefail
 P4_RELEASES=(22.04)
 NO_P4_RELEASES=(22.04 24.04)
 P4_PACKAGES=(p4lang-p4c p4lang-bmv2 p4lang-pi)
-P4_TOOLS=(p4c p4c-bm2-ss simple_switch_grpc)
+# simple_switch_CLI (queue depth and rate over Thrift, the PFC emulation) is a
+# Python script that imports Thrift's Python library at start-up.
+P4_PYTHON_PACKAGES=(python3-thrift)
+P4_TOOLS=(p4c p4c-bm2-ss simple_switch_grpc simple_switch_CLI)
 BASE_PACKAGES=(mininet tshark)
 P4_REPO_BASE="https://download.opensuse.org/repositories/home:/p4lang"
 KEYRING_DIR=/etc/apt/keyrings
@@ -265,6 +268,7 @@ install_p4() {
     # With their recommends, as upstream installs them (p4c needs a C
     # preprocessor at run time).
     apt_install --recommends "${P4_PACKAGES[@]}"
+    apt_install "${P4_PYTHON_PACKAGES[@]}"
     if ((DRY_RUN)); then return 0; fi
     local tool missing=()
     for tool in "${P4_TOOLS[@]}"; do
@@ -272,6 +276,18 @@ install_p4() {
     done
     if ((${#missing[@]})); then
         die "${missing[*]} not on PATH after installing ${P4_PACKAGES[*]}; see 'dpkg -L p4lang-bmv2' and 'apt-cache policy ${P4_PACKAGES[*]}'"
+    fi
+    # --help parses its options after the imports, so it fails where the
+    # Thrift Python modules (thrift, bm_runtime, sswitch_runtime) are missing.
+    if ! simple_switch_CLI --help >/dev/null 2>&1; then
+        die "simple_switch_CLI does not start (its Thrift Python modules are missing?); run 'simple_switch_CLI --help' to see why"
+    fi
+    # --priority-queues came with BMv2 1.15.1; an older simple_switch_grpc
+    # rejects every target option, --grpc-server-addr included.
+    local help_text
+    help_text="$(simple_switch_grpc --help 2>&1 || true)"
+    if [[ "$help_text" != *--priority-queues* ]]; then
+        die "simple_switch_grpc has no --priority-queues option: aifabric needs BMv2 1.15.1 or later (see 'apt-cache policy p4lang-bmv2')"
     fi
 }
 

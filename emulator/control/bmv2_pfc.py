@@ -50,7 +50,10 @@ What differs from the built-in target, which pauses below P4 exactly:
   configured to leave the switch at once (``max_list_size`` 1,
   ``max_timeout_ns`` 0: BMv2 sends an unfull list only on a timeout) and
   without the server's duplicate cache (``ack_timeout_ns`` 0), so refreshes
-  with the same contents still arrive.
+  with the same contents still arrive. BMv2's learn engine keeps a filter of
+  its own: a sample equal to one it sent and PI has not yet acknowledged is
+  dropped. PI acknowledges each message as it takes it (a task on its own
+  queue), so only a refresh that comes within that round trip is lost.
 - **Per priority only with ``--priority-queues``.** The queue rate is per
   priority queue only when the switch runs with ``--priority-queues N``
   (the network layer passes 8); priority n is paused only when n < N

@@ -5,20 +5,22 @@ built-in and virtual-time targets, p4c-bm2-ss for BMv2 (where installed)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from p4.config.v1 import p4info_pb2
 
+from emulator.network import bmv2
+from emulator.network.errors import NetworkError
 from emulator.p4.device import make_device_config
 from emulator.p4.p4info.from_ir import p4info_for
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 
 
-class TargetUnavailable(Exception):
-    """The requested switch target is not installed here (one line)."""
+class TargetUnavailable(NetworkError):
+    """The requested switch target is not installed here (one line, no
+    traceback: the CLI prints network errors as the user's)."""
 
     exit_code = 2
 
@@ -36,15 +38,16 @@ def compile_fabric(target: str, workdir: Path) -> CompiledFabric:
     workdir.mkdir(parents=True, exist_ok=True)
     p4info_path = workdir / "fabric.p4info.txtpb"
     if target == "bmv2":
-        p4c = shutil.which("p4c-bm2-ss")
-        if p4c is None or shutil.which("simple_switch_grpc") is None:
-            raise TargetUnavailable("target bmv2: p4c-bm2-ss and simple_switch_grpc are not "
-                                    "installed here (they come with the Vagrant VM)")
+        missing = [tool for tool in (bmv2.COMPILER_BINARY, bmv2.SWITCH_BINARY, bmv2.CLI_BINARY)
+                   if shutil.which(tool) is None]
+        if missing:
+            raise TargetUnavailable(f"target bmv2: {', '.join(missing)} not installed here "
+                                    "(BMv2 and p4c come with the Vagrant VM)")
+        bmv2.require_priority_queues(bmv2.require_tool(bmv2.SWITCH_BINARY))
         out = workdir / "fabric.json"
-        subprocess.run([p4c, "--p4v", "16", "--p4runtime-files", str(p4info_path), "-o", str(out),
-                        str(FABRIC_P4)], check=True, capture_output=True)
+        config = bmv2.compile_program(str(FABRIC_P4), str(out), str(p4info_path))
         from emulator.p4.p4info.text import read_text
-        return CompiledFabric(out.read_bytes(), read_text(p4info_path), p4info_path)
+        return CompiledFabric(config, read_text(p4info_path), p4info_path)
     config, program = make_device_config(FABRIC_P4)
     p4info = p4info_for(program)
     from emulator.p4.p4info.text import write_text

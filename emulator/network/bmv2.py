@@ -12,12 +12,29 @@ frames) and ``set_queue_rate`` (the link rate in full-size frames per
 second) through ``simple_switch_CLI``. The queue thus builds inside BMv2,
 where the P4 program sees it (``enq_qdepth``); no HTB is added on the
 interfaces, since a kernel queue would hide it. Link delay is not realised.
+``simple_switch_grpc`` opens its gRPC port before its Thrift server (and
+registers the ``simple_switch`` Thrift service after that), so the switch
+being "up" (gRPC answers) does not mean Thrift does: :func:`set_queues`
+retries the CLI until it succeeds or :data:`THRIFT_WAIT_S` has passed.
+
+With ``--priority-queues N`` both settings apply to each of a port's N
+priority queues (BMv2's ``set_queue_rate RATE PORT`` sets every priority
+queue of the port), not to the port as a whole: each queue holds the
+buffer's worth of frames and each sends at up to the link rate, so a port
+with k busy priorities sends at up to k times the link rate.
+
+``--priority-queues`` is a target option of ``simple_switch_grpc`` since
+BMv2 1.15.1 (commit adff022f). An older switch rejects the whole target
+option list, ``--grpc-server-addr`` included, so every switch would bind
+the default 0.0.0.0:9559: :func:`require_priority_queues` refuses such a
+switch in one line before anything starts.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from typing import Sequence
 
 from emulator.network.errors import NetworkError, SwitchStartError
@@ -28,6 +45,10 @@ CLI_BINARY = "simple_switch_CLI"
 COMPILER_BINARY = "p4c-bm2-ss"
 FULL_FRAME_BYTES = 1514
 CLI_TIMEOUT_S = 20.0
+THRIFT_WAIT_S = 10.0
+THRIFT_RETRY_S = 0.2
+# What simple_switch_CLI prints for a command that failed (it still exits 0).
+CLI_ERROR_MARKS = ("Error", "Invalid", "Traceback")
 
 
 def require_tool(name: str) -> str:
@@ -37,6 +58,29 @@ def require_tool(name: str) -> str:
         raise NetworkError(f"{name} is not installed here (BMv2 and p4c come with the Vagrant "
                            "VM: see the Vagrantfile)")
     return found
+
+
+PRIORITY_QUEUES_OPTION = "--priority-queues"
+FIRST_VERSION_WITH_PRIORITY_QUEUES = "1.15.1"
+
+
+def has_priority_queues(help_text: str) -> bool:
+    """Whether ``simple_switch_grpc --help`` lists the target option
+    ``--priority-queues``."""
+    return PRIORITY_QUEUES_OPTION in help_text
+
+
+def require_priority_queues(binary: str) -> None:
+    """A one-line error unless ``binary`` takes ``--priority-queues``."""
+    try:
+        done = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                              timeout=CLI_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NetworkError(f"{binary} --help failed: {exc}") from exc
+    if not has_priority_queues(done.stdout + done.stderr):
+        raise NetworkError(f"{binary} has no {PRIORITY_QUEUES_OPTION} option; aifabric needs BMv2 "
+                           f"{FIRST_VERSION_WITH_PRIORITY_QUEUES} or later (older switches ignore "
+                           "every target option, --grpc-server-addr included)")
 
 
 def compile_command(p4_path: str, out_json: str, p4info_path: str) -> list[str]:
@@ -75,9 +119,15 @@ def set_queues(switch: str, thrift_port: int, ports: Sequence[PortPlan]) -> None
     if not commands:
         return
     cli = require_tool(CLI_BINARY)
-    done = subprocess.run([cli, "--thrift-port", str(thrift_port)],
-                          input="\n".join(commands) + "\n", capture_output=True, text=True,
-                          timeout=CLI_TIMEOUT_S, check=False)
-    if done.returncode != 0 or "Error" in done.stdout:
+    deadline = time.monotonic() + THRIFT_WAIT_S
+    while True:
+        # The commands only set values, so running them again is harmless.
+        done = subprocess.run([cli, "--thrift-port", str(thrift_port)],
+                              input="\n".join(commands) + "\n", capture_output=True, text=True,
+                              timeout=CLI_TIMEOUT_S, check=False)
+        if done.returncode == 0 or time.monotonic() >= deadline:
+            break
+        time.sleep(THRIFT_RETRY_S)
+    if done.returncode != 0 or any(mark in done.stdout for mark in CLI_ERROR_MARKS):
         raise SwitchStartError(f"switch {switch}: setting queues over Thrift (port {thrift_port}) "
                                f"failed:\n{(done.stdout + done.stderr).strip()[-2000:]}")

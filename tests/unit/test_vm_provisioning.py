@@ -323,6 +323,10 @@ def test_dry_run_adds_the_p4lang_repository_with_a_keyring(dry_run: subprocess.C
     assert i_source < i_update < i_p4
     for pkg in ("p4lang-p4c", "p4lang-bmv2", "p4lang-pi"):
         assert pkg in commands[i_p4]
+    # simple_switch_CLI (queues and the PFC emulation over Thrift) imports
+    # Thrift's Python library; it is installed with the toolchain.
+    assert any("python3-thrift" in c for c in commands[i_p4:]) or \
+        re.search(r"already installed: .*python3-thrift", dry_run.stdout)
 
 
 def test_the_p4lang_source_is_well_formed_for_apt(dry_run: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
@@ -540,18 +544,21 @@ cp "$1" "$out"
 """,
     "p4c": "echo p4c 1.2.5",
     "p4c-bm2-ss": "echo p4c-bm2-ss 1.2.5",
-    "simple_switch_grpc": "echo 1.15.0",
+    "simple_switch_grpc": 'if [[ "${1:-}" == --help ]]; then echo "  --priority-queues arg"; '
+                          'else echo 1.15.1; fi',
+    "simple_switch_CLI": "echo usage: simple_switch_CLI",
 }
 
 
-@pytest.mark.root
-def test_a_real_run_twice_adds_the_source_once_and_ends_with_setup_sh(tmp_path: Path, repo_copy: Path) -> None:
+def _real_run_setup(tmp_path: Path, repo_copy: Path, stubs_changed: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    """Stubs, state, a private /etc/apt: what a real run in a mount namespace
+    needs; returns (command, env, state, etc_apt)."""
     unshare = shutil.which("unshare")
     if unshare is None:
         pytest.skip("needs unshare")
     stubs, state, etc_apt = tmp_path / "stubs", tmp_path / "state", tmp_path / "etc-apt"
     stubs.mkdir(), state.mkdir()
-    for name, body in STUBS.items():
+    for name, body in {**STUBS, **(stubs_changed or {})}.items():
         (stubs / name).write_text("#!/usr/bin/env bash\n" + body + "\n")
         (stubs / name).chmod(0o755)
     for sub in ("sources.list.d", "trusted.gpg.d"):
@@ -573,21 +580,30 @@ def test_a_real_run_twice_adds_the_source_once_and_ends_with_setup_sh(tmp_path: 
     )
     # /etc/apt is a temporary folder inside a private mount namespace only.
     inner = f'mount --bind {etc_apt} /etc/apt && bash {repo_copy / "scripts" / "provision-vm.sh"}'
+    return [unshare, "--mount", "--propagation", "private", "bash", "-c", inner], env, state, etc_apt
+
+
+def _real_run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0 and "unshare" in result.stderr:
+        pytest.skip(f"no mount namespace here: {result.stderr.strip()}")
+    return result
+
+
+@pytest.mark.root
+def test_a_real_run_twice_adds_the_source_once_and_ends_with_setup_sh(tmp_path: Path, repo_copy: Path) -> None:
+    command, env, state, etc_apt = _real_run_setup(tmp_path, repo_copy)
     logs = []
     for _ in range(2):
         (state / "log").write_text("")
-        result = subprocess.run(
-            [unshare, "--mount", "--propagation", "private", "bash", "-c", inner],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-        )
-        if result.returncode != 0 and "unshare" in result.stderr:
-            pytest.skip(f"no mount namespace here: {result.stderr.strip()}")
+        result = _real_run(command, env, tmp_path)
         assert result.returncode == 0, result.stdout + result.stderr
         logs.append((state / "log").read_text().splitlines())
     first, second = logs
 
     installed = (state / "installed").read_text().split()
-    for pkg in ("mininet", "tshark", "shellcheck", "ruby", "p4lang-p4c", "p4lang-bmv2", "p4lang-pi"):
+    for pkg in ("mininet", "tshark", "shellcheck", "ruby", "p4lang-p4c", "p4lang-bmv2", "p4lang-pi",
+                "python3-thrift"):
         assert pkg in installed, pkg
     assert "wireshark-common/install-setuid boolean true" in (state / "debconf").read_text()
     assert "usermod -aG wireshark nobody" in first
@@ -607,3 +623,21 @@ def test_a_real_run_twice_adds_the_source_once_and_ends_with_setup_sh(tmp_path: 
     assert not [line for line in second if line.startswith("apt-get")], second
     assert sorted(p.name for p in (etc_apt / "sources.list.d").iterdir()) == sources
     assert second[-1] == f"setup.sh in {repo_copy}"
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("changed, says", [
+    ({"simple_switch_grpc": 'if [[ "${1:-}" == --help ]]; then echo "  --cpu-port arg"; '
+                            'else echo 1.15.0; fi'},
+     "simple_switch_grpc has no --priority-queues option: aifabric needs BMv2 1.15.1 or later"),
+    ({"simple_switch_CLI": "echo 'ModuleNotFoundError: thrift' >&2; exit 1"},
+     "simple_switch_CLI does not start"),
+])
+def test_a_real_run_stops_on_a_bmv2_it_cannot_use(tmp_path: Path, repo_copy: Path,
+                                                  changed: dict[str, str], says: str) -> None:
+    command, env, state, _ = _real_run_setup(tmp_path, repo_copy, changed)
+    result = _real_run(command, env, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("provision-vm: ") and says in last, result.stderr
+    assert "setup.sh" not in (state / "log").read_text()
