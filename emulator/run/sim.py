@@ -42,17 +42,17 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-from emulator.run.agent_config import build_agent_configs, host_rate_bps
+from emulator.run.agent_config import build_agent_configs
 from emulator.run.captures import (
     collect_captures, gpu_capture_result, sim_capture_plan, start_sim_captures,
 )
 from emulator.run.events import (
     LINK_EVENTS, STORM_EVENTS, apply_buffer_overrides, apply_event, storm_record, storm_request,
 )
-from emulator.run.feeder import Feeder
-from emulator.run.qps import QpPlan, plan_qps
+from emulator.run.feeder import FEED_CHUNK_S, Feeder
+from emulator.run.qps import plan_qps
 from emulator.run.mpi import stop_requested
 from emulator.run.record import RunRecord, finish_run
 from emulator.run.sim_ranks import RankShare, Ranks, checkpoint, merge, plan_ranks, rank_figures
@@ -70,23 +70,7 @@ from emulator.sim.partition import describe
 FEEDER_CALL_KEY = 1 << 21
 MAX_BIN_S = 0.010
 BINS_PER_RUN = 200
-# Fed flows' chunks on the virtual clock (sim_feed_chunk_s).
-SIM_FEED_CHUNK_S = 20e-6
-SIM_FEED_CHUNK_MTUS = 4
 PROGRESS_EVERY_WALL_S = 0.25
-
-
-def sim_feed_chunk_s(scenario: Scenario, qps: Sequence[QpPlan]) -> float:
-    """Seconds of line rate in one chunk of a fed flow on the virtual
-    clock: :data:`SIM_FEED_CHUNK_S`, or :data:`SIM_FEED_CHUNK_MTUS` frames
-    at the slowest fed NIC's rate where that is longer. It depends on the
-    fabric, never on ``duration``, so a run's first milliseconds are the
-    same whatever its length."""
-    rates = [host_rate_bps(scenario.topology, q.src_gpu) for q in qps if q.fed]
-    if not rates:
-        return SIM_FEED_CHUNK_S
-    frame_s = scenario.hosts.mtu_bytes * 8 / min(rates)
-    return max(SIM_FEED_CHUNK_S, SIM_FEED_CHUNK_MTUS * frame_s)
 
 
 def series_bin_s(duration_s: float) -> float:
@@ -349,7 +333,7 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
 
     engine = fabric.engine
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
-    chunk_s = sim_feed_chunk_s(scenario, qps)
+    chunk_s = min(FEED_CHUNK_S, max(scenario.duration_s / BINS_PER_RUN, 1e-6))
     feeder = Feeder(scenario, [q for q in qps if q.src_server in nodes], ops, chunk_s=chunk_s)
     for index, event in enumerate(scenario.events):
         if event.kind in STORM_EVENTS:
