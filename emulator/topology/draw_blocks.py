@@ -18,14 +18,13 @@ from os import PathLike
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
 from emulator.topology.aggregate import Aggregation, Bundle, Group, GroupKey, aggregate
 from emulator.topology.draw_style import (
+    utilisation_bar,
     AGG_COLOUR, BOTTOM_MARGIN_IN, COLOURBAR_MARGIN_IN, DPI, FABRIC_LINK_COLOUR, HEADING_IN,
     IDLE_LINK_COLOUR, LEFT_MARGIN_IN, LEGEND_COLUMNS, LEGEND_ROW_IN, MUTED_COLOUR,
     RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
@@ -174,15 +173,8 @@ def draw_blocks(topology: Topology, path: str | PathLike[str],
     figure.text(0.5, 1 - 0.12 / figure_height, heading, ha="center", va="top", fontsize=9,
                 color=TEXT_COLOUR)
     if values is not None:
-        bar_left = LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN
-        cax = figure.add_axes((bar_left / figure_width, (bottom_margin + 0.1 * height)
-                               / figure_height, 0.14 / figure_width, 0.8 * height / figure_height))
-        bar = figure.colorbar(ScalarMappable(Normalize(0, 100), value_colours()), cax=cax)
-        bar.set_ticks([0, 25, 50, 75, 100])
-        bar.set_ticklabels(["0 %", "25 %", "50 %", "75 %", "100 %"])
-        bar.ax.tick_params(labelsize=7, colors=MUTED_COLOUR)
-        bar.set_label(values.label + ", busiest link of a bundle", fontsize=8, color=TEXT_COLOUR)
-        bar.outline.set_edgecolor(MUTED_COLOUR)
+        utilisation_bar(figure, LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN, bottom_margin,
+                        height, values.label + ", busiest link of a bundle")
     figure.savefig(path, dpi=DPI)
 
 

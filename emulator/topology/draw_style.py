@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from matplotlib import colormaps
-from matplotlib.colors import Colormap, LinearSegmentedColormap
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Colormap, LinearSegmentedColormap, Normalize
+from matplotlib.figure import Figure
 
 from emulator.topology.model import Topology, counts
 from emulator.topology.units import format_delay, format_rate
@@ -87,6 +89,22 @@ def value_colours() -> Colormap:
     base = colormaps["YlOrRd"]
     return LinearSegmentedColormap.from_list(
         "link-values", [base(0.18 + 0.82 * i / 15) for i in range(16)])
+
+
+def utilisation_bar(figure: Figure, left_in: float, bottom_in: float, height_in: float,
+                    label: str) -> None:
+    """The 0-100 % colour bar right of a drawing (``*_in``: inches from the
+    figure's left and bottom edges; the bar spans the middle 80 % of
+    ``height_in``)."""
+    width_in, fig_height_in = figure.get_size_inches()
+    cax = figure.add_axes((left_in / width_in, (bottom_in + 0.1 * height_in) / fig_height_in,
+                           0.14 / width_in, 0.8 * height_in / fig_height_in))
+    bar = figure.colorbar(ScalarMappable(Normalize(0, 100), value_colours()), cax=cax)
+    bar.set_ticks([0, 25, 50, 75, 100])
+    bar.set_ticklabels(["0 %", "25 %", "50 %", "75 %", "100 %"])
+    bar.ax.tick_params(labelsize=7, colors=MUTED_COLOUR)
+    bar.set_label(label, fontsize=8, color=TEXT_COLOUR)
+    bar.outline.set_edgecolor(MUTED_COLOUR)
 
 
 def free_spot(text: str, x0: float, y0: float, x1: float, y1: float,
