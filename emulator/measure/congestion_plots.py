@@ -3,7 +3,7 @@
 
 - ``pauses.png``: the PFC pause timeline, one row per switch egress queue
   or host NIC priority that was paused, its intervals shaded (switch rows
-  from the 10 ms queue samples, host rows exact), total paused time and
+  from the switches' periodic queue samples, host rows exact), total paused time and
   interval count at the right.
 - ``ecn_cnp.png``: per time bin, the CE-marked packets the receivers got
   and the CNPs they sent (stacked per flow), and the senders' transmit
@@ -270,8 +270,11 @@ def _pause_label(key: PauseKey) -> str:
 
 def plot_pauses(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
                 duration_s: float | None = None, missing: str | None = None,
-                behind: Sequence[tuple[float, float]] = ()) -> Path:
-    """Draw ``pauses.png`` (see the module docstring) from ``pauses.csv`` rows."""
+                behind: Sequence[tuple[float, float]] = (),
+                switch_sample_s: float | None = None) -> Path:
+    """Draw ``pauses.png`` (see the module docstring) from ``pauses.csv`` rows;
+    ``switch_sample_s``, the switches' queue sampling interval, is named in
+    the legend (switch rows are as exact as it)."""
     series = pause_series(rows)
     heading = "PFC pauses" + (f": {title}" if title else "")
     if missing or not series:
@@ -308,8 +311,9 @@ def plot_pauses(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str 
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(heading, loc="left")
     kinds = {k[0] for k in keys}
+    every = f"{fmt_seconds(switch_sample_s)} " if switch_sample_s else ""
     legend = [Patch(color=KIND_COLOR["switch"], label="switch egress queue paused "
-                                                       "(from 10 ms queue samples)"),
+                                                       f"(from {every}queue samples)"),
               Patch(color=KIND_COLOR["host"], label="host NIC priority paused (exact)")]
     ax.legend(handles=[h for h, kind in zip(legend, ("switch", "host")) if kind in kinds],
               loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8,

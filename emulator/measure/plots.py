@@ -81,6 +81,13 @@ def pause_intervals(samples: Sequence[tuple[float, int, int, bool]],
     return sampled_pause_intervals(samples, interval_s or _interval(samples))
 
 
+def sample_interval(rows: Iterable[dict[str, Any]]) -> float | None:
+    """The switches' queue sampling interval in ``queues.csv`` rows (the
+    shortest gap between one queue's samples), None without two samples."""
+    gaps = [_interval(s) for s in queue_series(rows).values() if len(s) > 1]
+    return min(gaps) if gaps else None
+
+
 def _interval(samples: Sequence[tuple]) -> float:
     gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:]) if b[0] - a[0] > 1e-6]
     return min(gaps) if gaps else DEFAULT_INTERVAL_S
@@ -256,14 +263,15 @@ def plot_run(out_dir: str | Path, *, title: str = "",
     no_series = "no series.csv in the run directory (the run stopped before it was written)"
     no_pauses = "no pauses.csv in the run directory (the run stopped before it was written)"
     behind = read_behind(d)
+    queues = read_csv(d / "queues.csv")
     return [
-        plot_queue_depth(read_csv(d / "queues.csv"), d / "queue_depth.png", title=title,
+        plot_queue_depth(queues, d / "queue_depth.png", title=title,
                          duration_s=duration_s, behind=behind),
         plot_flow_rates(read_csv(d / "rates.csv"), d / "flow_rates.png", title=title,
                         duration_s=duration_s, series_rows=series, flows=_flows(d),
                         series_missing=no_series, behind=behind),
         plot_pauses(read_csv(d / "pauses.csv"), d / "pauses.png", title=title,
-                    duration_s=duration_s,
+                    duration_s=duration_s, switch_sample_s=sample_interval(queues),
                     missing=None if (d / "pauses.csv").exists() else no_pauses, behind=behind),
         plot_ecn_cnp(series or [], d / "ecn_cnp.png", title=title, duration_s=duration_s,
                      missing=None if series is not None else no_series, behind=behind),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from emulator.measure import congestion_plots as cp
+from emulator.measure import plots
 from emulator.measure.plots import plot_flow_rates, plot_run
 from tests.unit.plot_kit import PNG, figures, legend, texts  # noqa: F401 (figures: a fixture)
 
@@ -72,7 +73,8 @@ def test_pause_timeline_rows_and_totals(tmp_path, figures):
                 ("switch", "spine0", "2", "3", "0.05", "0.08"),
                 ("host", "srv0", "srv0-eth0", "3", "0.3", "0.35"),
                 ("switch", "leaf0", "4", "3", "0.0", "0.01")]]
-    path = cp.plot_pauses(rows, tmp_path / "pauses.png", title="t", duration_s=1.0)
+    path = cp.plot_pauses(rows, tmp_path / "pauses.png", title="t", duration_s=1.0,
+                          switch_sample_s=0.01)
     assert path.read_bytes()[:8] == PNG
     ax = figures[0].axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
@@ -84,6 +86,19 @@ def test_pause_timeline_rows_and_totals(tmp_path, figures):
     labels = legend(ax)
     assert labels == ["switch egress queue paused (from 10 ms queue samples)",
                       "host NIC priority paused (exact)"]
+
+
+def test_pause_legend_names_the_sampling_interval_of_the_run(tmp_path, figures):
+    # a sim run samples its queues every bin (20 us here), not every 10 ms
+    rows = [{"kind": "switch", "node": "leaf0", "port": "4", "priority": "3",
+             "start_s": "0.00006", "end_s": "0.00008"}]
+    queues = [{"switch": "leaf0", "port": "4", "priority": "3", "t_s": t, "depth_packets": "1",
+               "depth_bytes": "4096", "paused": "1"} for t in ("6e-05", "8e-05", "0.0001")]
+    interval = plots.sample_interval(queues)
+    assert interval == pytest.approx(20e-6)
+    cp.plot_pauses(rows, tmp_path / "pauses.png", switch_sample_s=interval)
+    assert legend(figures[0].axes[0]) == ["switch egress queue paused (from 20 µs queue samples)"]
+    assert plots.sample_interval([]) is None
 
 
 def test_pauses_shorter_than_a_millisecond_keep_their_figure(tmp_path, figures):
