@@ -178,6 +178,23 @@ def rate_series(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int], list[tu
     return out
 
 
+def rate_lines_shown(series: dict[tuple[str, int], list[tuple[float, float]]],
+                     flow_order: Sequence[str], n: int = MAX_RATE_LINES) -> list[tuple[str, int]]:
+    """The ``n`` queue pairs whose rate DCQCN cut deepest (lowest Rc against
+    their first Rc; ties by flow order), listed in flow order then QP."""
+    order = {f: i for i, f in enumerate(dict.fromkeys(flow_order))}
+
+    def natural(key: tuple[str, int]) -> tuple[int, str, int]:
+        return order.get(key[0], len(order)), key[0], key[1]
+
+    def depth(key: tuple[str, int]) -> float:
+        first = series[key][0][1]
+        return min(r for _, r in series[key]) / first if first > 0 else 1.0
+
+    chosen = sorted(series, key=lambda k: (depth(k), natural(k)))[:n]
+    return sorted(chosen, key=natural)
+
+
 def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: str = "",
                     duration_s: float | None = None,
                     series_rows: Sequence[dict[str, Any]] | None = None,
@@ -212,7 +229,7 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
         top = max(r for s in series.values() for _, r in s)
         scale, unit = (1e9, "Gb/s") if top >= 1e9 else (1e6, "Mb/s")
         keys = sorted(series)
-        shown = keys[:MAX_RATE_LINES]
+        shown = rate_lines_shown(series, names)
         for key in shown:
             stop = done.get(key[0], end)
             s = [(t, r) for t, r in series[key] if t <= stop] or series[key][:1]
@@ -228,8 +245,8 @@ def plot_flow_rates(rows: Iterable[dict[str, Any]], path: str | Path, *, title: 
         ax.grid(True, alpha=0.3)
         ncol = 1 if len(shown) <= 8 else 2
         ax.legend(loc="upper right", fontsize=8, ncol=ncol, framealpha=0.85)
-        extra = f"  ({len(shown)} of {len(keys)} queue pairs shown)" if len(shown) < len(keys) \
-            else ""
+        extra = f"  ({len(shown)} of {len(keys)} queue pairs: those DCQCN cut deepest)" \
+            if len(shown) < len(keys) else ""
         ax.set_title(heading + extra + ("; \u25cf = flow completed" if done else ""),
                      fontsize=10)
     ax.set_xlabel("time since run start (s)")

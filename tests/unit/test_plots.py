@@ -8,6 +8,7 @@ import csv
 import pytest
 
 from emulator.measure.buffer_series import BUFFER_COLUMNS, GROUP_COLUMNS
+from emulator.measure import plots
 from emulator.measure.plots import pause_intervals, plot_run, queue_series, top_queues
 from emulator.run.qps import QpPlan
 from emulator.measure.results import QUEUES_COLUMNS, RATES_COLUMNS, write_series_csvs
@@ -117,3 +118,14 @@ def test_time_scale_is_read_from_the_results(tmp_path):
     assert _time_scale(tmp_path) == 4000.0
     (tmp_path / "results.json").write_text("{not json")
     assert _time_scale(tmp_path) == 1.0
+
+
+def test_rate_lines_show_the_queue_pairs_cut_deepest_in_flow_order():
+    # 20 flows: a text sort would show f1, f10..f19 and hide f2..f9 whatever they did
+    flows = [f"f{i}" for i in range(20)]
+    series = {(f, 0): [(0.0, 100e9), (1e-5, 100e9 * (1 - i / 40))] for i, f in enumerate(flows)}
+    shown = plots.rate_lines_shown(series, flows, n=4)
+    assert shown == [("f16", 0), ("f17", 0), ("f18", 0), ("f19", 0)]
+    few = plots.rate_lines_shown({("f10", 1): [(0, 1.0)], ("f2", 0): [(0, 1.0)],
+                                  ("f10", 0): [(0, 1.0)]}, ["f2", "f10"])
+    assert few == [("f2", 0), ("f10", 0), ("f10", 1)]
