@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from emulator.scenario.errors import ScenarioError
 from emulator.run.bench import OPS, bench_collective, parse_size, sizes
 
 
@@ -29,7 +30,12 @@ def _collective(args: argparse.Namespace) -> int:
                       args.stepfactor)
     kwargs = {}
     if args.topology:
-        kwargs = {"topology": str(Path(args.topology).resolve()), "base_dir": "."}
+        path = Path(args.topology)
+        if not path.is_file():
+            what = "is a directory" if path.is_dir() else "does not exist"
+            raise ScenarioError(f"--topology {args.topology}: {what}; give a topology file "
+                                "(e.g. topologies/rail-4x4.yaml)")
+        kwargs = {"topology": str(path.resolve()), "base_dir": "."}
     rows = bench_collective(args.op, size_list, args.gpus, **kwargs)
     if args.json:
         print(json.dumps({"op": args.op, "clock": "sim", "rows": rows}, indent=1))

@@ -27,7 +27,9 @@ def test_large_size_busbw_near_line_rate_and_small_size_latency_bound():
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["-b", "x"], "-b 'x'"), (["-f", "1"], "-f 1"), (["-b", "1M", "-e", "8"], "-e 8")])
+    (["-b", "x"], "-b 'x'"), (["-f", "1"], "-f 1"), (["-b", "1M", "-e", "8"], "-e 8"),
+    (["--topology", "no-such.yaml"], "--topology no-such.yaml: does not exist"),
+    (["--topology", "topologies"], "--topology topologies: is a directory")])
 def test_bad_flags_one_line(argv, needle, capsys):
     assert main(["bench", "collective", *argv]) == 2
     err = capsys.readouterr().err.strip()
