@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Sequence
 
 from emulator.scenario.spec import stripes
 from emulator.scenario.spec import CollectiveSpec, FlowSpec
@@ -231,9 +232,11 @@ def _ring(b: _Builder, spec: CollectiveSpec) -> int:
 
 
 def _ring_steps(b: _Builder, prefix: str, ring: tuple[str, ...], block: int, chunks: int,
-                first_step: int, steps: int, arrived: Arrived) -> Arrived:
+                first_step: int, steps: int, arrived: Arrived,
+                numbers: Sequence[int] | None = None) -> Arrived:
     """``steps`` ring steps over ``ring``, every rank sending a block of
-    ``block`` bytes (``chunks`` chunks) to the next on flow ``{prefix}/r{i}``;
+    ``block`` bytes (``chunks`` chunks) to the next on flow ``{prefix}/r{i}``
+    (``i``: the rank's place in ``ring``, or its number in ``numbers``);
     chunk j of a step waits for chunk j of the step before at that rank
     (``arrived`` before the first). Returns what each rank waits for after
     the last step."""
@@ -245,8 +248,8 @@ def _ring_steps(b: _Builder, prefix: str, ring: tuple[str, ...], block: int, chu
         for i in range(n):
             j_rank = (i + 1) % n
             for j, size in enumerate(chunk_sizes):
-                nxt[j_rank][j] = b.send(f"{prefix}/r{i}", ring[i], ring[j_rank], size or 0, s,
-                                        arrived[i][j])
+                nxt[j_rank][j] = b.send(f"{prefix}/r{i if numbers is None else numbers[i]}",
+                                        ring[i], ring[j_rank], size or 0, s, arrived[i][j])
         arrived = nxt
     return arrived
 
@@ -282,20 +285,22 @@ def _hierarchical(b: _Builder, spec: CollectiveSpec, topology: Topology) -> tupl
     for c, ranks in enumerate(spec.rings):
         groups = hierarchy(ranks, topology)
         g, m = len(groups), len(groups[0])
+        number = {rank: i for i, rank in enumerate(ranks)}
         shard = spec.size_bytes // (m * spec.channels)
         ready: dict[str, list[tuple[Dep, ...]]] = {}
         for group in groups:
             done = _ring_steps(b, f"{spec.id}/c{c}/rs", tuple(group), shard, k, 0, m - 1,
-                               [[()] * k for _ in group])
+                               [[()] * k for _ in group], [number[r] for r in group])
             ready.update(zip(group, done))
         for local in range(m):
             ring = tuple(group[local] for group in groups)
             done = _ring_steps(b, f"{spec.id}/c{c}/x", ring, shard // g, k, m - 1,
-                               2 * (g - 1), [ready[rank] for rank in ring])
+                               2 * (g - 1), [ready[rank] for rank in ring],
+                               [number[r] for r in ring])
             ready.update(zip(ring, done))
         for group in groups:
             _ring_steps(b, f"{spec.id}/c{c}/ag", tuple(group), shard, k, m - 1 + 2 * (g - 1),
-                        m - 1, [ready[rank] for rank in group])
+                        m - 1, [ready[rank] for rank in group], [number[r] for r in group])
     return hierarchical_steps(m, g), g
 
 
