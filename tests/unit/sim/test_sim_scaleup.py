@@ -202,3 +202,144 @@ def test_hierarchical_all_reduce_over_two_sites_puts_only_the_cross_site_share_o
     # the payload plus headers, and the ACKs coming back
     assert dci_payload <= dci["bytes"] <= dci_payload * wire_factor * 1.02
     assert dci["drops"] == 0
+
+
+# -- plans and the model, no clock ---------------------------------------------------------
+
+def _loaded(topo: dict[str, Any], workload: dict[str, Any]) -> Any:
+    from emulator.scenario.loader import scenario_from_dict
+
+    return scenario_from_dict(scenario("plan", topo, workload, duration="1ms"), "t.yaml")
+
+
+def test_the_tier_adds_a_switch_per_domain_and_leaves_the_backend_alone() -> None:
+    from emulator.topology import routing_plan, scale_up_tier, topology_from_dict
+
+    plain = topology_from_dict(topology(2, 4, rate="400Gbps", delay="1us"))
+    assert scale_up_tier(plain) is plain  # no scale_up key: nothing added
+    rack = topology_from_dict(_topo(4, 4, servers_per_domain=2))
+    tiered = scale_up_tier(rack)
+    assert scale_up_tier(tiered) is tiered
+    added = tiered.switches[len(rack.switches):]
+    assert [s.name for s in added] == ["su0", "su1"] and {s.role for s in added} == {"scale-up"}
+    assert [p.peer for p in added[1].ports] == [f"srv{s}/gpu{r}" for s in (2, 3) for r in range(4)]
+    links = [link for link in tiered.links if link.network == "scale-up"]
+    assert len(links) == 16 and {(l.rate_bps, l.delay_ns) for l in links} == {(3_600_000_000_000, 125)}
+    nic = tiered.scale_up_nic("srv3/gpu2")
+    assert (nic.intf, nic.ip, nic.switch, nic.switch_port) == ("srv3-eth6", "10.128.1.7", "su1", 7)
+    assert nic.gateway_mac == added[1].port(7).mac
+    assert tiered.same_domain("srv2/gpu0", "srv3/gpu3") and not tiered.same_domain("srv1/gpu0",
+                                                                                   "srv2/gpu0")
+    routes = routing_plan(tiered)
+    assert [r.prefix for r in routes["su1"]] == [f"10.128.1.{n}/32" for n in range(1, 9)]
+    assert routes["su1"][6].next_hops[0].neighbor_mac == nic.mac
+    # the backend's routes and graph are those of the plain topology
+    assert {k: v for k, v in routes.items() if not k.startswith("su")} == routing_plan(rack)
+    assert tiered.graph is rack.graph
+
+
+def test_a_domain_too_large_to_address_gets_one_line() -> None:
+    from emulator.topology import TopologyError, topology_from_dict
+
+    with pytest.raises(TopologyError, match=r"key 'scale_up.servers_per_domain': 32 servers x "
+                                            r"8 GPUs = 256 GPUs in a domain; the addressing "
+                                            r"plan has room for 253"):
+        topology_from_dict(_topo(32, 8, servers_per_domain=32))
+
+
+def test_hierarchical_plan_moves_the_algorithms_bytes_per_tier() -> None:
+    from emulator.scenario.collectives import plan_collective
+
+    s = _loaded(_topo(4, 4, servers_per_domain=2), {"collectives": [
+        {"kind": "all-reduce", "id": "ar", "gpus": ["srv*/gpu*"], "size": 1_600_000,
+         "algorithm": "hierarchical", "chunks": 2}]})
+    plan = plan_collective(s.collectives[0], s.topology)
+    m, g, size = 8, 2, 1_600_000
+    inside = sum(op.size_bytes for op in plan.ops if op.flow in plan.scale_up_flows)
+    across = sum(op.size_bytes for op in plan.ops if op.flow not in plan.scale_up_flows)
+    assert inside == 16 * 2 * (m - 1) * size // m
+    assert across == 2 * (g - 1) * size
+    assert plan.groups == g and plan.steps == 2 * (m - 1) + 2 * (g - 1)
+    # a rack-scale domain holds srv0 and srv1: their GPUs talk over su0, never the fabric
+    flows = {f.id: f for f in plan.flows}
+    assert (flows["ar/c0/rs/r3"].src, flows["ar/c0/rs/r3"].dst) == ("srv0/gpu3", "srv1/gpu0")
+    assert "ar/c0/rs/r3" in plan.scale_up_flows
+    # the first cross-domain send of a chunk waits for that chunk's reduced shard
+    first = next(op for op in plan.ops if op.flow == "ar/c0/x/r0" and op.index == 0)
+    assert first.after == (("ar/c0/rs/r7", 6 * 2 + 1),)
+
+
+def test_hierarchical_needs_equal_groups_and_works_by_server_without_scale_up() -> None:
+    from emulator.scenario import ScenarioError
+    from emulator.scenario.collectives import plan_collective
+
+    with pytest.raises(ScenarioError, match=r"key 'workload.collectives\[0\]': a hierarchical "
+                                            r"all-reduce needs the same number of ranks in every "
+                                            r"scale-up domain; these have su0: 4, su1: 2"):
+        _loaded(_topo(2, 4), {"collectives": [
+            {"kind": "all-reduce", "id": "ar", "size": "1MB", "algorithm": "hierarchical",
+             "gpus": ["srv0/gpu*", "srv1/gpu0", "srv1/gpu1"]}]})
+    flat = _loaded(topology(2, 4, rate="400Gbps", delay="1us"), {"collectives": [
+        {"kind": "all-reduce", "id": "ar", "size": 800_000, "algorithm": "hierarchical",
+         "gpus": ["srv*/gpu*"]}]})
+    plan = plan_collective(flat.collectives[0], flat.topology)
+    # without scale_up a server's hops take no time; only the rails' sends are flows
+    assert plan.local_hops == 8 * 2 * 3 and not plan.scale_up_flows
+    assert sum(op.size_bytes for op in plan.ops) == 2 * 800_000
+
+
+def test_flows_inside_a_server_need_scale_up_and_live_refuses_them() -> None:
+    from emulator.run.live import refuse_scale_up_flows
+    from emulator.scenario import ScenarioError
+
+    inside = {"flows": [{"id": "f", "src": "srv0/gpu0", "dst": "srv0/gpu1", "size": "1MB"}]}
+    with pytest.raises(ScenarioError, match="both on server srv0: GPUs of one server talk over "
+                                            "the scale-up domain"):
+        _loaded(topology(2, 2, rate="400Gbps", delay="1us"), inside)
+    s = _loaded(_topo(2, 2), inside)
+    with pytest.raises(ScenarioError, match=r"t.yaml: flow f runs inside scale-up domain su0 "
+                                            r"\(srv0/gpu0 -> srv0/gpu1\); live runs do not build "
+                                            r"the scale-up tier"):
+        refuse_scale_up_flows(s, list(s.flows))
+    across = _loaded(_topo(2, 2), {"flows": [
+        {"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}]})
+    refuse_scale_up_flows(across, list(across.flows))  # the backend runs live as before
+
+
+def test_a_qp_inside_one_server_numbers_its_ends_apart() -> None:
+    from emulator.run.agent_config import build_agent_configs
+    from emulator.run.qps import SAME_AGENT_QPN_BIT, plan_qps
+    from emulator.run.sim import with_scale_up_tier
+
+    s = with_scale_up_tier(_loaded(_topo(2, 2), {"flows": [
+        {"id": "in", "src": "srv0/gpu0", "dst": "srv0/gpu1", "size": "1MB"},
+        {"id": "out", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}]}))
+    qps = plan_qps(s, list(s.flows))
+    assert qps[0].responder_qpn == qps[0].qpn | SAME_AGENT_QPN_BIT
+    assert qps[1].responder_qpn == qps[1].qpn
+    cfg = build_agent_configs(s, list(s.flows), 0.0, qps)["srv0"]
+    by_qpn = {q["qpn"]: q for q in cfg["qps"]}
+    req, resp = by_qpn[qps[0].qpn], by_qpn[qps[0].responder_qpn]
+    assert (req["nic"], req["remote_ip"], req["remote_qpn"]) == ("srv0-eth2", "10.128.0.2",
+                                                                 qps[0].responder_qpn)
+    assert (resp["nic"], resp["remote_ip"], resp["remote_qpn"]) == ("srv0-eth3", "10.128.0.1",
+                                                                    qps[0].qpn)
+    assert by_qpn[qps[1].qpn]["nic"] == "srv0-eth0"  # across servers: the backend NIC
+    nics = {n["name"]: n for n in cfg["nics"]}
+    assert nics["srv0-eth2"]["line_rate_bps"] == 3.6e12
+    assert nics["srv0-eth2"]["gateway_mac"] == s.topology.switch("su0").port(1).mac
+
+
+def test_the_shipped_scale_up_scenario_is_refused_live_in_one_line() -> None:
+    """scenarios/scale-up-allreduce.yaml runs on sim (test_sim_shipped.py);
+    live, its flows inside a domain stop the run before anything is built."""
+    from emulator.run.live import refuse_scale_up_flows
+    from emulator.scenario import ScenarioError, expand_workload, load_scenario
+
+    path = Path(__file__).resolve().parents[3] / "scenarios" / "scale-up-allreduce.yaml"
+    s = load_scenario(path, target_override="builtin", time_scale_override="auto")
+    assert s.target == "builtin" and s.topology.domains
+    with pytest.raises(ScenarioError, match=r"scale-up-allreduce.yaml: flow ar/c0/rs/r0 runs "
+                                            r"inside scale-up domain su0 .* run it with "
+                                            r"--target sim$"):
+        refuse_scale_up_flows(s, expand_workload(s))
