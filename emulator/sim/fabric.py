@@ -15,7 +15,9 @@ is for a live run, :class:`SimFabric` is for ``--target sim``.
   clients (:mod:`.p4rt`); port rate, delay, buffer and PFC honouring go to
   the switches as the QueueControl service would set them.
 - **Links**: one :class:`~.links.Link` per topology link. A GPU's NIC end
-  belongs to its server's agent once one is attached; until then frames to
+  (its backend NIC, or its scale-up port on a topology with the scale-up
+  tier built, :func:`~emulator.topology.scale_up_tier`; both by interface
+  in ``nics_by_intf``) belongs to its server's agent once one is attached; until then frames to
   it are counted and dropped (:class:`Sink`). A port's propagation delay
   is its link end's (:class:`~.links.PortEnd`), not the data plane's.
 - **Order keys** (:mod:`.engine`): a switch's is its index in the topology,
