@@ -343,3 +343,36 @@ def test_the_shipped_scale_up_scenario_is_refused_live_in_one_line() -> None:
                                             r"inside scale-up domain su0 .* run it with "
                                             r"--target sim$"):
         refuse_scale_up_flows(s, expand_workload(s))
+
+
+def test_a_split_fabric_keeps_each_scale_up_switch_with_its_servers_and_its_results(
+        tmp_path: Path) -> None:
+    """On several MPI ranks (README "On many cores and machines") a domain's
+    switch goes with its first server; two ranks give the results of one,
+    to the byte (test_sim_ranks.py's comparison)."""
+    import shutil
+
+    import yaml
+
+    from emulator.run.sim import run_sim, with_scale_up_tier
+    from emulator.scenario.loader import load_scenario
+    from emulator.sim.partition import partition
+    from test_sim_ranks import compare_runs, mpi_run
+
+    data = scenario("su-ranks", _topo(4, 2, servers_per_domain=2), {"collectives": [
+        {"kind": "all-reduce", "id": "ar", "gpus": ["srv*/gpu*"], "size": "800KB",
+         "algorithm": "hierarchical"}]}, duration="100us", hosts=HOSTS)
+    path = tmp_path / "su-ranks.yaml"
+    path.write_text(yaml.safe_dump(data))
+    tiered = with_scale_up_tier(load_scenario(path)).topology
+    for how in ("auto", "switch"):
+        part = partition(tiered, 2, how=how)
+        assert part.rank_of["su0"] == part.rank_of["srv0"]
+        assert part.rank_of["su1"] == part.rank_of["srv2"]
+    one = run_sim(load_scenario(path), tmp_path / "one", progress=False)
+    assert one["collectives"][0]["completed"]
+    if shutil.which("mpiexec") is None:
+        pytest.skip("needs an MPI launcher (mpiexec): make setup installs openmpi-bin")
+    done = mpi_run(path, tmp_path / "two", 2)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert compare_runs(tmp_path / "one", tmp_path / "two") == []
