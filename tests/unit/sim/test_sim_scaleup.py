@@ -22,10 +22,9 @@ SCALE_UP_BPS = 450e9 * 8
 HOP_S = 250e-9
 MTU = 4096
 HOSTS = {"mtu": f"{MTU}B"}
-# PFC alone (NVLink's credit-based flow control is modelled as a lossless class)
-LOSSLESS = {"buffer": "4MB", "ecn": {"enabled": False},
-            "pfc": {"enabled": True, "xoff": "400KB", "xon": "320KB"}}
-NO_DCQCN = {"mtu": f"{MTU}B", "dcqcn": {"enabled": False}}
+# NVLink's credit-based flow control is modelled as a lossless class; ECN
+# stays on (the scenario's default) and scale-up switches never mark
+LOSSLESS = {"buffer": "4MB", "pfc": {"enabled": True, "xoff": "400KB", "xon": "320KB"}}
 
 
 def _topo(servers: int, gpus: int, **extra: Any) -> dict[str, Any]:
@@ -86,12 +85,13 @@ def test_several_gpus_sending_to_one_share_its_scale_up_port(tmp_path: Path) -> 
     """Three GPUs write 8 MB each to a fourth at once: the switch's port to
     the receiver is asked for 3x its rate, so the writes finish together
     after 3 x 8 MB at 3.6 Tb/s; the queue builds there, PFC keeps it lossless
-    and pauses the senders' scale-up ports."""
+    and pauses the senders' scale-up ports; nothing is ECN-marked (the
+    scale-up switch has no ECN, ECN on elsewhere)."""
     size = 8_000_000
     flows = [{"id": f"f{r}", "src": f"srv0/gpu{r}", "dst": "srv0/gpu0", "size": size}
              for r in (1, 2, 3)]
     data = scenario("su-incast", _topo(1, 4), {"flows": flows}, duration="300us",
-                    switches=LOSSLESS, hosts=NO_DCQCN)
+                    switches=LOSSLESS, hosts=HOSTS)
     results = run(data, tmp_path)
     assert all(f["completed"] for f in results["flows"])
     wire, _ = write_wire_bytes(size, MTU)
@@ -104,6 +104,7 @@ def test_several_gpus_sending_to_one_share_its_scale_up_port(tmp_path: Path) -> 
     assert min(fcts) > 2 * lone  # each was slowed by the others, not run one after another
     su = results["networks"]["scale-up"]
     assert su["drops"] == 0 and results["totals"]["drops"] == 0
+    assert su["ecn_marked"] == 0 and results["totals"]["cnp_sent"] == 0  # no ECN on NVLink
     assert su["pfc_tx"] > 0 and results["networks"]["backend"]["pfc_tx"] == 0
     port = results["switches"]["su0"]["1"]["3"]  # the receiver's port, RoCE priority
     assert port["max_qdepth"]["bytes"] > 100_000
