@@ -257,7 +257,9 @@ def summary_lines(scenario: Scenario, flows: list[FlowSpec]) -> list[str]:
         else:
             ranks = (f"{len(spec.rings[0])} ranks ({spec.placement}"
                      + (f", {spec.channels} channels" if spec.channels > 1 else "")
-                     + (", PXN" if spec.pxn else "") + "): " + " -> ".join(spec.rings[0]))
+                     + (", PXN" if spec.pxn else "")
+                     + (f", {spec.algorithm}" if spec.algorithm != "ring" else "")
+                     + "): " + " -> ".join(spec.rings[0]))
         lines.append(f"  {spec.kind} {spec.id}: {format_size(spec.size_bytes)}, {ranks}; "
                      f"{_count(made[spec.id], 'flow')} from {format_duration(spec.start_ns)}")
     lines.append(f"events: {len(scenario.events)}")

@@ -16,6 +16,9 @@ plan writes no ``pfc_ingress``/``pfc_egress`` entries and gives each port
 its lossless settings instead; BMv2 has no such buffer, so fabric.p4
 generates them from its own registers (``pfc_in_p4``).
 
+A scale-up switch (a domain's, :mod:`emulator.topology.scale_up`) gets
+everything but ECN marking: NVLink has none, only lossless flow control.
+
 Nothing here talks to a switch: the controller encodes these with the
 switch's P4Info and writes them.
 """
@@ -275,7 +278,8 @@ def plan_fabric(topology: Topology, settings: FabricSettings | None = None) -> d
                     plan.entries.append(TableEntry(PFC_EGRESS, (
                         ("standard_metadata.ingress_port", port.number), ("meta.pfc_priority", prio)),
                         SET_RESUME, (("xon", pfc.xon_bytes), ("refresh", refresh_us))))
-            if ecn.enabled:
+            # a scale-up (NVLink-class) switch marks nothing: that tier has no ECN
+            if ecn.enabled and switch.role != "scale-up":
                 for prio in ecn.priorities:
                     plan.entries.append(TableEntry(ECN_CONFIG, (
                         ("standard_metadata.egress_port", port.number),

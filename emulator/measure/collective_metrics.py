@@ -17,7 +17,10 @@ record. Then, times in seconds since the run's common start:
   ``time_s`` is the request's latency, arrival of its last byte minus its
   arrival time);
 - kv-handoff: ``latency_p50_s``, ``latency_p99_s``, ``latency_max_s``;
-- ``fabric_bytes``: payload bytes its flows carried over the fabric.
+- ``fabric_bytes``: payload bytes its flows carried over the fabric; on a
+  topology with ``scale_up`` also ``scale_up_bytes`` (those its flows
+  inside a scale-up domain carried, not in ``fabric_bytes``), ``algorithm``
+  and, for a hierarchical all-reduce, ``groups``.
 """
 
 from __future__ import annotations
@@ -35,11 +38,12 @@ def arrivals(qps: Sequence[QpPlan], stats: Mapping[str, Mapping[str, Any] | None
              flow_ids: set[str]) -> dict[str, list[float]]:
     """Flow id -> arrival times (Unix) of its ops, in order, at its receiver:
     an op striped over several QPs has arrived when its last stripe has."""
-    plans = {qp.qpn: qp for qp in qps if qp.flow in flow_ids}
+    # by the receiver's QP number (a flow inside one server numbers its two ends apart)
+    plans = {qp.responder_qpn: qp for qp in qps if qp.flow in flow_ids}
     per_qp: dict[int, list[float]] = {qpn: [] for qpn in plans}
     by_server: dict[str, set[int]] = {}
     for qp in plans.values():
-        by_server.setdefault(qp.dst_server, set()).add(qp.qpn)
+        by_server.setdefault(qp.dst_server, set()).add(qp.responder_qpn)
     for server, qpns in by_server.items():
         snapshot = stats.get(server) or {}
         for record in (snapshot.get("messages") or {}).get("received", []):
@@ -68,7 +72,7 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
     start_s = spec.start_ns / 1e9
     step_end: dict[int, float] = {}
     missing = 0
-    fabric_bytes = 0
+    fabric_bytes = scale_up_bytes = 0
     latencies: list[float] = []
     for op in plan.ops:
         times = arrived.get(op.flow, [])
@@ -76,7 +80,10 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
             missing += 1
             continue
         t = times[op.index] - start_unix
-        fabric_bytes += op.size_bytes
+        if op.flow in plan.scale_up_flows:
+            scale_up_bytes += op.size_bytes
+        else:
+            fabric_bytes += op.size_bytes
         step_end[op.step] = max(step_end.get(op.step, t), t)
         if spec.kind == "kv-handoff":
             latencies.append(t - (start_s + plan.request_at_ns[op.step] / 1e9))
@@ -113,6 +120,10 @@ def collective_result(plan: CollectivePlan, arrived: Mapping[str, list[float]],
         else round(algbw * factor(plan.ranks), 1),
         "fabric_bytes": fabric_bytes, "steps": steps,
     }
+    if plan.scale_up_flows or spec.algorithm != "ring":
+        result.update(scale_up_bytes=scale_up_bytes, algorithm=spec.algorithm)
+        if plan.groups:
+            result["groups"] = plan.groups
     if spec.kind == "kv-handoff":
         result.update(requests=spec.requests,
                       latency_p50_s=_round(_percentile(latencies, 0.5), d),

@@ -233,7 +233,7 @@ def flow_results(flows: Sequence[FlowSpec], qps: Sequence[QpPlan],
         all_ok = bool(plans)
         for plan in plans:
             req = _qp_of(stats.get(plan.src_server), plan.qpn)
-            resp = _qp_of(stats.get(plan.dst_server), plan.qpn)
+            resp = _qp_of(stats.get(plan.dst_server), plan.responder_qpn)
             if req is None:
                 all_ok = False
             else:

@@ -72,8 +72,11 @@ def qp_series_rows(qps: Sequence[QueuePairEnds], stats: Mapping[str, Mapping[str
     rows: list[tuple] = []
     for plan in qps:
         parts = []
-        for server, columns in ((plan.src_server, _REQUESTER), (plan.dst_server, _RESPONDER)):
-            qp = _qp_of(stats.get(server), plan.qpn)
+        # the responder's number differs when both ends are in one agent (QpPlan.responder_qpn)
+        ends = ((plan.src_server, plan.qpn, _REQUESTER),
+                (plan.dst_server, getattr(plan, "responder_qpn", plan.qpn), _RESPONDER))
+        for server, qpn, columns in ends:
+            qp = _qp_of(stats.get(server), qpn)
             if qp is not None and qp.get("series"):
                 parts.append((qp["series"], columns))
         if not parts:

@@ -7,7 +7,11 @@ agents' configurations, the same on both clocks (pure; tested in
   flow or has a GPU named by a PFC storm event. NICs are the server's GPUs
   that take part, storming ones included (name = the GPU's
   interface in the namespace, ``line_rate_bps`` = its host link's rate,
-  PFC honoured on the scenario's PFC priorities). Sized flows without a
+  PFC honoured on the scenario's PFC priorities). A queue pair between two
+  GPUs of one scale-up domain, on a topology with the scale-up tier built
+  (:func:`~emulator.topology.scale_up_tier`, the virtual clock), runs
+  between their scale-up ports instead (``srv{s}-eth{G+r}``, the scale-up
+  address and rate). Sized flows without a
   ``stop_flow`` event are posted by the agent itself: one message per QP at
   ``at_s`` = the flow's start, counted from the common ``start_at_unix``.
   *Fed* flows (``size: unlimited``, or named by a ``stop_flow`` event) have
@@ -52,9 +56,9 @@ MAX_TIMEOUT_MS = 5000.0
 
 
 def host_rate_bps(topology: Topology, gpu: str) -> int:
-    """The rate of the host link of ``gpu``'s NIC."""
+    """The rate of the host link of ``gpu``'s (backend) NIC."""
     for link in topology.links:
-        if link.kind == "host" and link.gpu == gpu:
+        if link.kind == "host" and link.gpu == gpu and link.network != "scale-up":
             return link.rate_bps
     raise ScenarioError(f"topology {topology.name}: no host link for {gpu}")
 
@@ -220,6 +224,7 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
     configs: dict[str, dict[str, Any]] = {}
     nics: dict[str, dict[str, dict[str, Any]]] = {}
     floor_ms = min_timeout_ms(scenario, flows, response_ns=pfc_response_ns)
+    tier = topo.has_scale_up_tier
 
     def agent(server: str) -> dict[str, Any]:
         if server not in configs:
@@ -237,29 +242,34 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
             nics[server] = {}
         return configs[server]
 
-    def nic(server: str, gpu_name: str) -> dict[str, Any]:
+    def nic(server: str, gpu_name: str, scale_up: bool = False) -> dict[str, Any]:
         cfg = agent(server)
-        gpu = topo.gpu(gpu_name)
-        if gpu.intf not in nics[server]:
-            entry = {"name": gpu.intf, "ip": gpu.ip, "mac": gpu.mac,
-                     "gateway_mac": gpu.gateway_mac,
-                     "line_rate_bps": float(host_rate_bps(topo, gpu.name)),
+        port = topo.gpu(gpu_name) if not scale_up else topo.scale_up_nic(gpu_name)
+        if port.intf not in nics[server]:
+            rate_bps = host_rate_bps(topo, gpu_name) if not scale_up \
+                else topo.domain_of(gpu_name).rate_bps  # type: ignore[union-attr]
+            entry = {"name": port.intf, "ip": port.ip, "mac": port.mac,
+                     "gateway_mac": port.gateway_mac, "line_rate_bps": float(rate_bps),
                      "mtu_bytes": max(1500, mtu + 100), "pfc_priorities": pfc_prios}
-            nics[server][gpu.intf] = entry
+            nics[server][port.intf] = entry
             cfg["nics"].append(entry)
-        return nics[server][gpu.intf]
+        return nics[server][port.intf]
 
     for event in scenario.events:
         if event.gpu is not None:  # a PFC storm: the GPU's NIC, with or without flows
             nic(topo.gpu(event.gpu).server, event.gpu)
     graph_flows = {op.flow for op in graph}
     for qp in plans:
-        src_nic, dst_nic = nic(qp.src_server, qp.src_gpu), nic(qp.dst_server, qp.dst_gpu)
-        for server, here, there in ((qp.src_server, src_nic, dst_nic),
-                                    (qp.dst_server, dst_nic, src_nic)):
+        # inside a scale-up domain, over its switch when the topology has it built
+        inside = tier and topo.same_domain(qp.src_gpu, qp.dst_gpu)
+        src_nic = nic(qp.src_server, qp.src_gpu, inside)
+        dst_nic = nic(qp.dst_server, qp.dst_gpu, inside)
+        for server, here, there, mine, theirs in (
+                (qp.src_server, src_nic, dst_nic, qp.qpn, qp.responder_qpn),
+                (qp.dst_server, dst_nic, src_nic, qp.responder_qpn, qp.qpn)):
             configs[server]["qps"].append({
-                "qpn": qp.qpn, "nic": here["name"], "remote_ip": there["ip"],
-                "remote_qpn": qp.qpn, "priority": qp.priority, "dscp": qp.dscp,
+                "qpn": mine, "nic": here["name"], "remote_ip": there["ip"],
+                "remote_qpn": theirs, "priority": qp.priority, "dscp": qp.dscp,
                 "max_rate_bps": qp.max_rate_bps,
                 "dcqcn": dcqcn_params(scenario.hosts.dcqcn, here["line_rate_bps"],
                                       dcqcn_time_scale)})
@@ -281,7 +291,7 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
             if deps[0].dst_server != here:
                 raise ScenarioError(f"{scenario.source}: {op.tag} waits for {flow}, which "
                                     f"arrives at {deps[0].dst_server}, not at {here}")
-            after.extend([dep.qpn, count] for dep in deps)
+            after.extend([dep.responder_qpn, count] for dep in deps)
         for qp, size in zip(mine, stripes(op.size_bytes, len(mine))):
             configs[here]["workload"]["messages"].append({
                 "qp": qp.qpn, "size_bytes": size, "op": ops[qp.flow],

@@ -4,7 +4,8 @@
 dispatches here):
 
 1. expands the workload (flows, generators, collectives) and plans the
-   queue pairs;
+   queue pairs; a flow inside a scale-up domain is refused in one line
+   (:func:`refuse_scale_up_flows`: the live fabric has no scale-up tier);
 2. brings the fabric up and programs it (:class:`FabricSession` with
    :func:`to_fabric_settings`, per-port ECN/PFC overrides included, and the
    scenario's buffer; per-port buffer overrides are applied afterwards over
@@ -69,7 +70,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from emulator.control.fabric_plan import LIVE_RESPONSE_NS
 from emulator.fidelity.cpu import CpuSampler
@@ -88,7 +89,7 @@ from emulator.run.record import RunRecord, finish_run
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import emulated, emulation_warnings
-from emulator.scenario.spec import Scenario
+from emulator.scenario.spec import FlowSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload
 
 TICK_S = 0.05
@@ -139,6 +140,19 @@ class LiveFabricActions:
         return {"interfaces": ifaces}
 
 
+def refuse_scale_up_flows(scenario: Scenario, flows: Sequence[FlowSpec]) -> None:
+    """One line when a flow runs inside a scale-up domain: a live fabric does
+    not build the scale-up tier (README "Scale-up")."""
+    for flow in flows:
+        if scenario.topology.same_domain(flow.src, flow.dst):
+            domain = scenario.topology.domain_of(flow.src)
+            raise ScenarioError(
+                f"{scenario.source}: flow {flow.id} runs inside scale-up domain "
+                f"{domain.name if domain else '?'} ({flow.src} -> {flow.dst}); live runs do not "
+                f"build the scale-up tier (NVLink-class rates cannot be timed faithfully on "
+                f"veths), run it with --target sim")
+
+
 def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: bool = True,
              log: Callable[[str], None] | None = None, observer: Any = None
              ) -> dict[str, Any]:
@@ -152,6 +166,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
     for note in emulation_warnings(scenario):
         say(f"warning: {note}")
     flows = expand_workload(scenario)
+    refuse_scale_up_flows(scenario, flows)
     plans = collective_plans(scenario)
     graph = [op for plan in plans for op in plan.ops]
     switch_points = [p for p in scenario.capture.points if p.port is not None]

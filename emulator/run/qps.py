@@ -9,6 +9,11 @@ bytes per QP, the first ``size % k`` QPs one byte more
 by a ``stop_flow`` event, is *fed* (:mod:`.feeder`). A flow's ``rate`` cap
 is shared by its QPs (``max_rate_bps`` = rate / qps each).
 
+A flow between two GPUs of one server (inside a scale-up domain) has both
+its QPs in one agent, which needs them numbered apart: its responder is
+``dst_qpn`` = ``qpn`` | :data:`SAME_AGENT_QPN_BIT` (``dst_qpn`` = ``qpn``
+elsewhere).
+
 Both clocks and the results (:mod:`emulator.measure.results`) read this plan.
 """
 
@@ -21,6 +26,8 @@ from emulator.scenario.spec import FlowSpec, Scenario, stripes
 from emulator.scenario.workload import stopped_flows
 
 QPN_BASE = 0x100
+# BTH QPNs have 24 bits; plans number QPs far below this one.
+SAME_AGENT_QPN_BIT = 0x800000
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,12 @@ class QpPlan:
     dscp: int
     fed: bool
     max_rate_bps: float | None = None
+    dst_qpn: int = 0  # the responder's number; 0: ``qpn``
+
+    @property
+    def responder_qpn(self) -> int:
+        """The QP number at the destination GPU's NIC."""
+        return self.dst_qpn or self.qpn
 
 
 def plan_qps(scenario: Scenario, flows: Sequence[FlowSpec]) -> list[QpPlan]:
@@ -57,5 +70,7 @@ def plan_qps(scenario: Scenario, flows: Sequence[FlowSpec]) -> list[QpPlan]:
                                 dst_server=dst.server, size_bytes=size, start_ns=flow.start_ns,
                                 priority=flow.priority, dscp=flow.dscp, fed=fed,
                                 max_rate_bps=None if flow.rate_bps is None
-                                else flow.rate_bps / flow.qps))
+                                else flow.rate_bps / flow.qps,
+                                dst_qpn=0 if src.server != dst.server
+                                else (QPN_BASE + len(plans)) | SAME_AGENT_QPN_BIT))
     return plans

@@ -8,7 +8,9 @@ and the wire (:mod:`emulator.sim`):
 2. :class:`~emulator.sim.fabric.SimFabric` builds every switch (fabric.p4
    on the executor, the built-in target's data plane) and link, and the
    controller programs them over in-process P4Runtime; per-port buffer
-   overrides follow (:mod:`.events`);
+   overrides follow (:mod:`.events`); a topology with ``scale_up`` gets
+   its scale-up switches and links too (:func:`with_scale_up_tier`), so
+   flows inside a scale-up domain cross them;
 3. one NIC agent per server that sends or receives, built from the same
    agent config a live run writes (:func:`~.agent_config.build_agent_configs`),
    on the fabric's NIC link ends; ``start_at_unix`` is simulated time 0;
@@ -41,6 +43,7 @@ import math
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -63,6 +66,7 @@ from emulator.scenario.spec import EventSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload
 from emulator.sim.parallel import WindowStats, run_windows
 from emulator.sim.partition import describe
+from emulator.topology import scale_up_tier
 
 # Order keys of the runner's calls at one instant (emulator.sim.engine):
 # events by their index in the file, then the switches' queue samplers
@@ -103,7 +107,8 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
 
     started = time.perf_counter()
     say = log or (lambda _msg: None)
-    scenario = native(scenario)
+    # the virtual clock builds the scale-up tier (switches, links) too
+    scenario = with_scale_up_tier(native(scenario))
     engine = Engine()
     flows = expand_workload(scenario)
     ranks = None if comm is None else plan_ranks(comm, scenario, flows, partition, engine.clock)
@@ -188,9 +193,9 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
                         json.dumps(cfg, indent=1))
                 if server not in mine:
                     continue
-                gpus = [_gpu_of_intf(scenario, nic["name"]) for nic in cfg["nics"]]
-                agent = Agent(parse_config(cfg), fabric.nic_backends(gpus), 0.0)
-                nodes[server] = fabric.attach_agent(server, agent, gpus)
+                intfs = [nic["name"] for nic in cfg["nics"]]
+                agent = Agent(parse_config(cfg), fabric.backends(intfs), 0.0)
+                nodes[server] = fabric.attach(server, agent)
             start_sim_captures(scenario, fabric, base)
             _schedule_events(scenario, qps, flows, fabric, actions, nodes, share)
             if observer is not None:  # the web view: reads only, so the run is the same
@@ -301,11 +306,12 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
                                 end, merged.partial, extra), say)
 
 
-def _gpu_of_intf(scenario: Scenario, intf: str) -> str:
-    for gpu in scenario.topology.gpus:
-        if gpu.intf == intf:
-            return gpu.name
-    raise ScenarioError(f"{scenario.source}: no GPU has interface {intf}")
+def with_scale_up_tier(scenario: Scenario) -> Scenario:
+    """``scenario`` on its topology with the scale-up switches and links
+    built in (:func:`~emulator.topology.scale_up_tier`); itself without a
+    ``scale_up`` key, so such runs are what they always were."""
+    tiered = scale_up_tier(scenario.topology)
+    return scenario if tiered is scenario.topology else replace(scenario, topology=tiered)
 
 
 class SimFabricActions:

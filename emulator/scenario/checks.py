@@ -12,7 +12,9 @@
   file gives is larger than the headrooms of each switch.
 - Flows (written and generated): ids unique, ``src`` and ``dst`` on
   different servers (GPUs of one server talk over the scale-up domain, not
-  the fabric), starting before the end; at least one flow.
+  the fabric) unless the topology has ``scale_up`` (then a flow inside a
+  domain crosses its scale-up switch), starting before the end; at least
+  one flow.
 - Events: before the end; a link goes down only when up and up only when
   down; a flow is stopped once, at or after its start; a GPU's PFC storm
   starts only when it is not storming and stops only when it is (a storm
@@ -176,7 +178,8 @@ def _check_flow(flow: FlowSpec, scenario: Scenario, where: Where, path: KeyPath,
     if flow.src == flow.dst:
         raise where.error(path, f"flow {flow.id} goes from {flow.src} to itself; "
                                 f"give a dst on another server")
-    if server_of[flow.src] == server_of[flow.dst]:
+    if server_of[flow.src] == server_of[flow.dst] \
+            and not scenario.topology.same_domain(flow.src, flow.dst):
         raise where.error(path, (
             f"{flow.src} and {flow.dst} are both on server {server_of[flow.src]}: GPUs of one "
             f"server talk over the scale-up domain, not the fabric; pick GPUs of different "

@@ -60,6 +60,8 @@ def _collective(ctx: Context, item: Raw, path: KeyPath,
         rings, placement = _ring_ranks(ctx, item, path,
                                        1 if kind == "pipeline" else item.get("channels", 1))
         parts.update(rings=rings, placement=placement)
+        if "algorithm" in item:
+            parts["algorithm"] = item["algorithm"]
         if kind == "pipeline":
             parts["microbatches"] = item.get("microbatches", 1)
             if "compute" in item:

@@ -30,6 +30,7 @@ GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pair
 COLLECTIVE_KINDS: tuple[str, ...] = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                                       "pipeline", "kv-handoff")
 PLACEMENTS: tuple[str, ...] = ("rail-aligned", "rail-unaware")
+ALGORITHMS: tuple[str, ...] = ("ring", "hierarchical")
 EVENT_KINDS: tuple[str, ...] = ("link_down", "link_up", "stop_flow", "pfc_storm_start",
                                 "pfc_storm_stop")
 CHECK_OPS: tuple[str, ...] = ("==", "!=", "<", "<=", ">", ">=")
@@ -223,7 +224,11 @@ _RING_KEYS: dict[str, Any] = {
 COLLECTIVE_SCHEMAS: dict[str, dict[str, Any]] = {
     **{kind: _obj(f"an {kind} collective" if kind[0] in "aeiou" else f"a {kind} collective",
                   {**_COLLECTIVE_COMMON, **_RING_KEYS}, required=("kind", "id", "size"))
-       for kind in ("all-reduce", "all-gather", "reduce-scatter")},
+       for kind in ("all-gather", "reduce-scatter")},
+    "all-reduce": _obj("an all-reduce collective", {
+        **_COLLECTIVE_COMMON, **_RING_KEYS,
+        "algorithm": {"enum": list(ALGORITHMS), "description": _one_of(ALGORITHMS)},
+    }, required=("kind", "id", "size")),
     "all-to-all": _obj("an all-to-all collective", {
         **_COLLECTIVE_COMMON, "gpus": _GPU_LIST, "servers": _SERVER_LIST,
         "chunks": _RING_KEYS["chunks"],

@@ -298,7 +298,9 @@ class CollectiveSpec:
     reduced (all-reduce), gathered output (all-gather), input
     (reduce-scatter), each rank's send buffer (all-to-all), one
     microbatch's activations (pipeline), one request's KV cache
-    (kv-handoff).
+    (kv-handoff). ``algorithm`` (all-reduce): ``ring`` over all ranks, or
+    ``hierarchical`` (reduce-scatter inside each scale-up domain, all-reduce
+    across domains per local rank, all-gather inside).
     """
 
     kind: str
@@ -319,6 +321,7 @@ class CollectiveSpec:
     decode: tuple[str, ...] = ()
     requests: int = 0
     interval_ns: int = 0
+    algorithm: str = "ring"
 
     @property
     def channels(self) -> int:
@@ -326,6 +329,8 @@ class CollectiveSpec:
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.algorithm == "ring":  # files written before the key stay as they were
+            del data["algorithm"]
         data["rings"] = [list(ring) for ring in self.rings]
         data["prefill"], data["decode"] = list(self.prefill), list(self.decode)
         return data

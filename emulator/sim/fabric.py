@@ -15,7 +15,9 @@ is for a live run, :class:`SimFabric` is for ``--target sim``.
   clients (:mod:`.p4rt`); port rate, delay, buffer and PFC honouring go to
   the switches as the QueueControl service would set them.
 - **Links**: one :class:`~.links.Link` per topology link. A GPU's NIC end
-  belongs to its server's agent once one is attached; until then frames to
+  (its backend NIC, or its scale-up port on a topology with the scale-up
+  tier built, :func:`~emulator.topology.scale_up_tier`; both by interface
+  in ``nics_by_intf``) belongs to its server's agent once one is attached; until then frames to
   it are counted and dropped (:class:`Sink`). A port's propagation delay
   is its link end's (:class:`~.links.PortEnd`), not the data plane's.
 - **Order keys** (:mod:`.engine`): a switch's is its index in the topology,
@@ -100,6 +102,9 @@ class SimFabric:
         self.servicers: dict[str, P4RuntimeServicer] = {}
         self.links: dict[frozenset[str], Link] = {}
         self.nic_ends: dict[str, NicEnd] = {}     # GPU name -> its NIC's end
+        self.scale_up_ends: dict[str, NicEnd] = {}  # GPU name -> its scale-up port's end
+        # host interface -> (its NIC's end, the switch port end it is plugged into)
+        self.nics_by_intf: dict[str, tuple[NicEnd, PortEnd]] = {}
         self.port_ends: dict[tuple[str, int], PortEnd] = {}
         self.agents: dict[str, AgentNode] = {}
         self.sink = Sink()
@@ -174,25 +179,32 @@ class SimFabric:
     def _build_link(self, link: Any, key: int) -> None:
         delay_s = link.delay_ns / 1e9
         if link.kind == "host":
+            # a GPU's backend NIC, or its scale-up port (on a scale-up switch)
             gpu = self.topology.gpu(link.gpu)
-            here_nic, here_sw = self.is_local(gpu.server), self.is_local(gpu.switch)
+            nic_of = gpu if link.network != "scale-up" else self.topology.scale_up_nic(gpu.name)
+            switch, switch_port = nic_of.switch, nic_of.switch_port
+            here_nic, here_sw = self.is_local(gpu.server), self.is_local(switch)
             if not (here_nic or here_sw):
                 return
-            port = self.topology.switch(gpu.switch).port(gpu.switch_port)
-            wire = Link(f"{gpu.name}<->{gpu.switch}:{gpu.switch_port}", delay_s)
-            nic = NicEnd(gpu.intf, wire, self.engine, link.rate_bps, key=key)
+            port = self.topology.switch(switch).port(switch_port)
+            wire = Link(f"{gpu.name}<->{switch}:{switch_port}", delay_s)
+            nic = NicEnd(nic_of.intf, wire, self.engine, link.rate_bps, key=key)
             sw_end = PortEnd(port.intf, wire, self.engine, key + 1)
-            self._wire(wire, nic, gpu.server, sw_end, gpu.switch)
+            self._wire(wire, nic, gpu.server, sw_end, switch)
             if here_sw:
-                node = self.nodes[gpu.switch]
-                self._add_port(gpu.switch, gpu.switch_port, sw_end)
+                node = self.nodes[switch]
+                self._add_port(switch, switch_port, sw_end)
                 # frames from the NIC (on this rank or another) land in the switch
-                nic.peer_node, nic.peer_receive = node, node.receiver(gpu.switch_port)
+                nic.peer_node, nic.peer_receive = node, node.receiver(switch_port)
             # frames from the switch land in the sink until an agent attaches
             sw_end.peer_node, sw_end.peer_receive = self.sink, self.sink.receive
-            self.nic_ends[gpu.name] = nic
-            self.port_ends[(gpu.switch, gpu.switch_port)] = sw_end
-            self.links[frozenset((gpu.name, gpu.switch))] = wire
+            if link.network == "scale-up":
+                self.scale_up_ends[gpu.name] = nic
+            else:
+                self.nic_ends[gpu.name] = nic
+            self.nics_by_intf[nic_of.intf] = (nic, sw_end)
+            self.port_ends[(switch, switch_port)] = sw_end
+            self.links[frozenset((gpu.name, switch))] = wire
             return
         a, b = link.node_a, link.node_b
         here_a, here_b = self.is_local(a), self.is_local(b)
@@ -274,6 +286,23 @@ class SimFabric:
         self.engine.schedule(node)
         return node
 
+    def backends(self, intfs: list[str]) -> dict[str, NicEnd]:
+        """Host interface -> its link end, for an agent's config whose NICs
+        are ``intfs`` (backend NICs and scale-up ports alike)."""
+        return {intf: self.nics_by_intf[intf][0] for intf in intfs}
+
+    def attach(self, server: str, agent: Any) -> AgentNode:
+        """Make ``agent`` (built on :meth:`backends` of its NICs) receive what
+        the switches send to its NICs, and let the engine drive it."""
+        node = AgentNode(server, agent, len(self.topology.switches) + self._server_index(server))
+        for index, nic in enumerate(agent.nics):
+            port_end = self.nics_by_intf[nic.config.name][1]
+            port_end.peer_node = node
+            port_end.peer_receive = node.receiver(index)
+        self.agents[server] = node
+        self.engine.schedule(node)
+        return node
+
     def _server_index(self, server: str) -> int:
         return next(i for i, s in enumerate(self.topology.servers) if s.name == server)
 
@@ -306,4 +335,6 @@ class SimFabric:
         for switch in self.switches.values():
             switch.close()
         for end in self.nic_ends.values():
+            end.close()
+        for end in self.scale_up_ends.values():
             end.close()

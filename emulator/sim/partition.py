@@ -93,9 +93,8 @@ class Partition:
 
 
 def link_name(topology: Topology, link: Any) -> str:
-    if link.kind == "host":
-        gpu = topology.gpu(link.gpu)
-        return f"{gpu.name}<->{gpu.switch}:{gpu.switch_port}"
+    if link.kind == "host":  # a GPU's NIC or scale-up port, to its switch (node_b)
+        return f"{topology.gpu(link.gpu).name}<->{link.node_b}:{link.port_b}"
     return f"{link.node_a}:{link.port_a}<->{link.node_b}:{link.port_b}"
 
 
@@ -103,8 +102,7 @@ def owner_of_link_end(topology: Topology, link: Any) -> tuple[str, str]:
     """The names that own the two ends of ``link``: (server, switch) for a
     host link, (switch, switch) for a fabric link."""
     if link.kind == "host":
-        gpu = topology.gpu(link.gpu)
-        return gpu.server, gpu.switch
+        return topology.gpu(link.gpu).server, link.node_b
     return link.node_a, link.node_b
 
 
@@ -118,6 +116,9 @@ def work_estimate(topology: Topology, flows: Iterable[FlowLoad]) -> dict[str, fl
         work[dst.server] += AGENT_FRAME_WEIGHT * flow.frames
         if src.server == dst.server and src.switch == dst.switch and src.name == dst.name:
             continue
+        if topology.has_scale_up_tier and topology.same_domain(src.name, dst.name):
+            work[topology.scale_up_nic(src.name).switch] += flow.frames
+            continue
         key = (src.switch, dst.switch)
         found = cache.get(key)
         if found is None:
@@ -130,7 +131,19 @@ def work_estimate(topology: Topology, flows: Iterable[FlowLoad]) -> dict[str, fl
 
 
 def _units(topology: Topology, how: str) -> list[list[str]]:
-    """The units of a partition choice, each a list of names, in topology order."""
+    """The units of a partition choice, each a list of names, in topology
+    order; a scale-up switch goes with its domain's first server."""
+    units = _backend_units(topology, how)
+    if not topology.has_scale_up_tier:
+        return units
+    switch_of = {domain.servers[0]: domain.name for domain in topology.domains}
+    kept = [[name for name in unit if name not in set(switch_of.values())] for unit in units]
+    for unit in kept:
+        unit.extend([switch_of[name] for name in list(unit) if name in switch_of])
+    return [unit for unit in kept if unit]
+
+
+def _backend_units(topology: Topology, how: str) -> list[list[str]]:
     kind = topology.spec.kind
     servers_of_switch: dict[str, list[str]] = defaultdict(list)
     for server in topology.servers:

@@ -9,6 +9,8 @@ public API:
 - the model :class:`Topology`, :class:`Gpu`, :class:`Switch`, :class:`Port`,
   :class:`Link`, :class:`Server` and :func:`counts` (:mod:`.model`);
 - the addressing plan (:mod:`.addressing`);
+- :func:`scale_up_tier`, the scale-up switches and links of a topology with
+  ``scale_up`` (:mod:`.scale_up`);
 - :func:`routing_plan`, :func:`lookup`, :func:`paths`, :func:`routed_paths`
   (:mod:`.routing`);
 - drawing lives in :mod:`.draw` (imported on demand: it pulls in matplotlib).
@@ -24,12 +26,14 @@ from emulator.topology.model import (
     Link,
     Port,
     ScaleUpDomain,
+    ScaleUpNic,
     Server,
     Switch,
     Topology,
     counts,
 )
 from emulator.topology.routing import NextHop, Route, lookup, paths, routed_paths, routing_plan
+from emulator.topology.scale_up import scale_up_tier
 from emulator.topology.spec import KINDS, LinkSpec, ScaleUpSpec, TopologySpec, spec_from_dict
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "Port",
     "Route",
     "ScaleUpDomain",
+    "ScaleUpNic",
     "ScaleUpSpec",
     "Server",
     "Switch",
@@ -58,6 +63,7 @@ __all__ = [
     "paths",
     "routed_paths",
     "routing_plan",
+    "scale_up_tier",
     "spec_from_dict",
     "topology_from_dict",
 ]

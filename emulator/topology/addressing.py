@@ -21,6 +21,11 @@ a topology and the same on every run.
   ``02:00:0a:01:00:03``): locally administered, unicast, readable.
 - **Switch port MACs.** ``02:01:{switch index, 2 bytes}:{port, 2 bytes}``, the
   switch index being its position in ``Topology.switches``.
+- **Scale-up ports.** GPU port ``n`` (counting from 1 in the domain's GPU
+  order) of scale-up domain ``d`` is ``10.{128 + d // 256}.{d % 256}.{n}``:
+  rails stop at 63, so the range never meets a leaf prefix; its MAC follows
+  the NIC rule. The domain's switch owns no routed prefix (nothing outside
+  the domain reaches it).
 - **Router ids.** ``10.255.{index // 256}.{index % 256}``; rail 255 never
   exists (at most 64 GPUs per server), so router ids collide with no NIC.
 - **Interface names.** Host NIC ``r`` of ``srv{s}`` is ``srv{s}-eth{r}``;
@@ -34,6 +39,10 @@ FABRIC_SUPERNET = "10.0.0.0/8"
 LEAF_PREFIX_LEN = 24
 GATEWAY_HOST_OCTET = 254
 MAX_INTF_NAME_CHARS = 15
+SCALE_UP_SECOND_OCTET = 128
+# Second octets 128..254 (255 holds router ids), 256 domains each.
+MAX_SCALE_UP_DOMAINS = (255 - SCALE_UP_SECOND_OCTET) * 256
+MAX_GPUS_PER_DOMAIN = GATEWAY_HOST_OCTET - 1
 
 
 def leaf_prefix(rail: int, leaf_index: int) -> str:
@@ -42,6 +51,10 @@ def leaf_prefix(rail: int, leaf_index: int) -> str:
 
 def nic_ip(rail: int, leaf_index: int, leaf_port: int) -> str:
     return f"10.{rail}.{leaf_index}.{leaf_port}"
+
+
+def scale_up_ip(domain: int, port: int) -> str:
+    return f"10.{SCALE_UP_SECOND_OCTET + domain // 256}.{domain % 256}.{port}"
 
 
 def gateway_ip(rail: int, leaf_index: int) -> str:

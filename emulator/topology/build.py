@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from emulator.topology import addressing
+from emulator.topology import addressing, scale_up
 from emulator.topology.generators import GENERATORS, Attachment, SwitchPlan, Wiring, with_sites
-from emulator.topology.model import Gpu, Link, Port, ScaleUpDomain, Server, Switch, Topology
+from emulator.topology.model import Gpu, Link, Port, Server, Switch, Topology
 from emulator.topology.spec import TopologySpec
 
 
@@ -151,22 +151,7 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
         ]
     return Topology(spec=spec, servers=servers, gpus=tuple(gpus), switches=tuple(switches),
                     links=tuple(links), graph=_graph(gpus, switches, links),
-                    domains=_domains(spec, servers))
-
-
-def _domains(spec: TopologySpec, servers: tuple[Server, ...]) -> tuple[ScaleUpDomain, ...]:
-    """Scale-up domains: consecutive servers, ``servers_per_domain`` each."""
-    scale_up = spec.scale_up
-    if scale_up is None:
-        return ()
-    size = scale_up.servers_per_domain
-    return tuple(
-        ScaleUpDomain(name=f"su{d}", index=d,
-                      servers=tuple(server.name for server in members),
-                      gpus=tuple(gpu for server in members for gpu in server.gpus),
-                      rate_bps=scale_up.rate_bps, hop_latency_ns=scale_up.hop_latency_ns)
-        for d, members in enumerate(servers[i:i + size] for i in range(0, len(servers), size))
-    )
+                    domains=scale_up.domains(spec, servers, len(switches)))
 
 
 def _graph(gpus: list[Gpu], switches: list[Switch], links: list[Link]) -> nx.Graph:

@@ -16,7 +16,11 @@ Conventions the other layers rely on:
   results and drawings can group by network; the links built today are all on
   the ``backend`` (scale-out) network. Scale-up domains are listed in
   ``Topology.domains`` (empty without a ``scale_up`` key) with the servers and
-  GPUs each holds.
+  GPUs each holds. :func:`emulator.topology.scale_up.scale_up_tier` adds the
+  scale-up tier itself (a ``scale-up`` switch per domain, each GPU's
+  scale-up NIC plugged into it by a ``scale-up`` host link) to the switches
+  and links, for the virtual-time target; ``graph`` never holds it (paths
+  and routes of the backend stay what they were).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import networkx as nx
 from emulator.topology.errors import TopologyError
 from emulator.topology.spec import TopologySpec
 
-SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core", "border")
+SWITCH_ROLES: tuple[str, ...] = ("leaf", "spine", "edge", "agg", "core", "border", "scale-up")
 LEAF_ROLES: frozenset[str] = frozenset({"leaf", "edge"})
 LINK_KINDS: tuple[str, ...] = ("host", "fabric")
 # The networks of an AI cluster a link can belong to.
@@ -114,19 +118,37 @@ class Link:
 
 
 @dataclass(frozen=True)
+class ScaleUpNic:
+    """A GPU's scale-up port: its own address on the domain's switch
+    (:mod:`emulator.topology.scale_up` numbers them)."""
+
+    gpu: str
+    server: str
+    nic_index: int  # the host's NIC number: gpus_per_server + the GPU's index
+    intf: str  # srv{s}-eth{G+r}
+    ip: str
+    mac: str
+    switch: str  # the domain's scale-up switch, su{d}
+    switch_port: int
+    gateway_mac: str  # MAC of that switch port
+
+
+@dataclass(frozen=True)
 class ScaleUpDomain:
     """GPUs that meet at one scale-up (NVLink-class) switch.
 
     ``rate_bps`` is each GPU's scale-up rate per direction and
     ``hop_latency_ns`` the switch's hop latency (from the spec's ``scale_up``).
+    ``nics`` are the GPUs' scale-up ports, in ``gpus`` order.
     """
 
-    name: str  # su{d}
+    name: str  # su{d}, also the name of its switch
     index: int
     servers: tuple[str, ...]
     gpus: tuple[str, ...]
     rate_bps: int
     hop_latency_ns: int
+    nics: tuple[ScaleUpNic, ...] = ()
 
 
 @dataclass
@@ -193,6 +215,24 @@ class Topology:
         """The scale-up domain holding ``gpu``; None without a ``scale_up`` key."""
         self.gpu(gpu)
         return self._domain_by_gpu.get(gpu)
+
+    def same_domain(self, a: str, b: str) -> bool:
+        """Whether GPUs ``a`` and ``b`` share a scale-up domain (never without ``scale_up``)."""
+        domain = self._domain_by_gpu.get(a)
+        return domain is not None and domain is self._domain_by_gpu.get(b)
+
+    def scale_up_nic(self, gpu: str) -> ScaleUpNic:
+        """``gpu``'s scale-up port; a one-line error when it has none."""
+        domain = self.domain_of(gpu)
+        if domain is None:
+            raise TopologyError(f"{gpu} has no scale-up port: topology {self.name} has no "
+                                f"scale_up key")
+        return domain.nics[domain.gpus.index(gpu)]
+
+    @property
+    def has_scale_up_tier(self) -> bool:
+        """Whether the scale-up switches and links are built in (see the module docstring)."""
+        return any(switch.role == "scale-up" for switch in self.switches)
 
     def switches_with_role(self, role: str) -> tuple[Switch, ...]:
         return tuple(s for s in self.switches if s.role == role)

@@ -10,6 +10,8 @@ Routes follow the addressing plan (:mod:`emulator.topology.addressing`):
   reaches each leaf through its one link). A leaf has no route for its own
   prefix: only its host routes, so traffic between NICs under one leaf stays
   on that leaf.
+- a scale-up switch (:mod:`.scale_up`) has only its host routes, to the
+  scale-up ports of its domain's GPUs; no other switch reaches it.
 
 Lookups are longest-prefix match. :func:`paths` lists the switches of every
 shortest path between two NICs; following the routes hop by hop
@@ -60,9 +62,11 @@ def routing_plan(topology: Topology) -> dict[str, tuple[Route, ...]]:
             for port in switch.ports if port.kind == "fabric"]
         for port in switch.ports:
             if port.kind == "host":
-                gpu = topology.gpu(port.peer)
-                hop = NextHop(port.number, gpu.name, gpu.mac, gpu.index)
-                routes[switch.name].append(Route(f"{gpu.ip}/32", (hop,), "host"))
+                # a scale-up switch reaches the GPUs' scale-up ports
+                nic = topology.gpu(port.peer) if switch.role != "scale-up" \
+                    else topology.scale_up_nic(port.peer)
+                hop = NextHop(port.number, port.peer, nic.mac, port.peer_port)
+                routes[switch.name].append(Route(f"{nic.ip}/32", (hop,), "host"))
     for leaf in topology.switches:
         if leaf.prefix is None:
             continue

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import jsonschema
 
+from emulator.topology.addressing import MAX_GPUS_PER_DOMAIN, MAX_SCALE_UP_DOMAINS
 from emulator.topology.errors import TopologyError
 from emulator.topology.units import (
     DELAY_HINT,
@@ -380,7 +381,7 @@ def _link(data: Mapping[str, Any], key: str, source: str, lines: KeyLines) -> Li
     return LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns)
 
 
-def _scale_up(data: Mapping[str, Any], servers: int, source: str,
+def _scale_up(data: Mapping[str, Any], servers: int, gpus_per_server: int, source: str,
               lines: KeyLines) -> ScaleUpSpec | None:
     raw = data.get("scale_up")
     if raw is None:
@@ -401,6 +402,17 @@ def _scale_up(data: Mapping[str, Any], servers: int, source: str,
             source, lines, ["scale_up", "servers_per_domain"],
             f"{per_domain} does not divide the {servers} servers; use a divisor of {servers} "
             f"so every scale-up domain is whole")
+    if per_domain * gpus_per_server > MAX_GPUS_PER_DOMAIN:
+        raise topology_error(
+            source, lines, ["scale_up", "servers_per_domain"],
+            f"{per_domain} servers x {gpus_per_server} GPUs = {per_domain * gpus_per_server} "
+            f"GPUs in a domain; the addressing plan has room for {MAX_GPUS_PER_DOMAIN}")
+    sites = data["sites"]["count"] if isinstance(data.get("sites"), Mapping) else 1
+    if servers * sites // per_domain > MAX_SCALE_UP_DOMAINS:
+        raise topology_error(
+            source, lines, ["scale_up", "servers_per_domain"],
+            f"{servers * sites // per_domain} scale-up domains; the addressing plan has room "
+            f"for {MAX_SCALE_UP_DOMAINS}, raise servers_per_domain")
     return ScaleUpSpec(rate_bps=rate_bps, hop_latency_ns=hop_latency_ns,
                        servers_per_domain=per_domain)
 
@@ -472,7 +484,7 @@ def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
     return TopologySpec(name=data["name"], kind=kind, servers=servers, gpus_per_server=gpus,
                         servers_per_leaf=per_leaf, spines=spines, host_link=host_link,
                         fabric_link=fabric_link, leaf_ports=leaf_ports,
-                        scale_up=_scale_up(data, servers, source, lines),
+                        scale_up=_scale_up(data, servers, gpus, source, lines),
                         sites=_sites(data, leaves_per_rail, source, lines))
 
 
@@ -501,7 +513,7 @@ def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: Li
     return TopologySpec(name=data["name"], kind="fat-tree", servers=k * half * half,
                         gpus_per_server=gpus, servers_per_leaf=half, spines=half * half,
                         host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k,
-                        scale_up=_scale_up(data, k * half * half, source, lines),
+                        scale_up=_scale_up(data, k * half * half, gpus, source, lines),
                         sites=_sites(data, edges, source, lines))
 
 

@@ -166,7 +166,8 @@ class ViewFeed:
     # -- the observer ------------------------------------------------------------------
     def on_start(self, scenario: Any, qps: Sequence[Any], *, target: str,
                  poll: Callable[[], Mapping[str, Any]] | None = None) -> None:
-        ends = [QpEnds(q.flow, q.qpn, q.src_server, q.dst_server) for q in qps]
+        ends = [QpEnds(q.flow, q.qpn, q.src_server, q.dst_server, getattr(q, "dst_qpn", 0))
+                for q in qps]
         sized = sum(getattr(q, "size_bytes", 0) or 0 for q in qps)
         self.duration_s = scenario.duration_s
         self._begin(build_picture(scenario.topology), scenario_info(scenario, target),

@@ -56,6 +56,7 @@ class QpEnds:
     qpn: int
     src_server: str
     dst_server: str
+    dst_qpn: int = 0  # the responder's number when not ``qpn`` (both ends in one agent)
 
 
 _QUEUE_KEYS = ("depth_bytes", "depth_packets", "max_depth_bytes", "max_depth_packets",
@@ -187,7 +188,8 @@ class Deriver:
         now_s = frame["t"]
         for plan in self.qps:
             src = ((agents.get(plan.src_server) or {}).get("qps") or {}).get(str(plan.qpn))
-            dst = ((agents.get(plan.dst_server) or {}).get("qps") or {}).get(str(plan.qpn))
+            dst = ((agents.get(plan.dst_server) or {}).get("qps") or {}).get(
+                str(plan.dst_qpn or plan.qpn))
             slot = per_flow.setdefault(plan.flow, [0.0, 0, 0, 0, 0, 0, False])
             if src:
                 slot[0] += src.get("rate_bps") or 0.0
