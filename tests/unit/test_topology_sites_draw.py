@@ -1,0 +1,88 @@
+"""Pictures of a scale-across cluster (README "Sites"): each site a panel of
+its own, border switches on top, DCI links as arcs between the sites; as
+blocks, every block named by its site, a border row and one DCI bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import to_rgb
+from matplotlib.image import imread
+
+from emulator.cli.main import main
+from emulator.topology import load_topology
+from emulator.topology.aggregate import aggregate
+from emulator.topology.draw import LinkValues, draw_topology
+from emulator.topology.draw_style import NETWORK_COLOURS
+from emulator.topology.layout import layout_topology
+
+AI_CLUSTER = Path(__file__).resolve().parents[2] / "topologies" / "ai-cluster.yaml"
+
+
+def _dci_pixels(path: Path) -> int:
+    image = imread(path)[..., :3]
+    return int((np.abs(image - np.array(to_rgb(NETWORK_COLOURS["dci"]))) < 0.04)
+               .all(axis=-1).sum())
+
+
+def test_each_site_is_a_panel_of_its_own_with_its_borders_on_top():
+    t = load_topology(AI_CLUSTER)
+    place = layout_topology(t)
+    assert [label for label, _ in place.sites] == ["site 0", "site 1"]
+    (_, left), (_, right) = place.sites
+    assert left.x + left.width / 2 < right.x - right.width / 2  # panels do not overlap
+    for host in t.hosts:
+        panel = place.sites[host.site][1]
+        box = place.servers[host.name]
+        assert panel.x - panel.width / 2 <= box.x <= panel.x + panel.width / 2
+    for switch in t.switches:
+        panel = place.sites[switch.site][1]
+        assert abs(place.switches[switch.name].x - panel.x) <= panel.width / 2
+    border_y = {place.switches[s.name].y for s in t.switches if s.role == "border"}
+    spine_y = {place.switches[s.name].y for s in t.switches if s.role == "spine"}
+    assert len(border_y) == 1 and min(border_y) > max(spine_y)
+    assert place.tier_names[-1] == "border"
+    assert place.height_in > max(border_y)  # room for the DCI arcs
+
+
+def test_sites_are_drawn_node_by_node_and_as_blocks(tmp_path):
+    t = load_topology(AI_CLUSTER)
+    nodes, blocks = tmp_path / "nodes.png", tmp_path / "blocks.png"
+    draw_topology(t, nodes, aggregate="off")
+    draw_topology(t, blocks, aggregate="on")
+    # the border switches and the DCI arcs are in the DCI colour
+    assert _dci_pixels(nodes) > 2000 and _dci_pixels(blocks) > 2000
+    dci = [(l.node_a, l.port_a) for l in t.links if l.network == "dci"]
+    busy = tmp_path / "busy.png"
+    draw_topology(t, busy, LinkValues({dci[0]: 0.9}, "utilisation"), aggregate="off")
+    assert busy.stat().st_size > 0
+
+
+def test_blocks_are_named_by_site_with_a_border_row_and_one_dci_bundle():
+    t = load_topology(AI_CLUSTER)
+    agg = aggregate(t)
+    labels = [g.label for g in agg.groups]
+    assert {"s0 border", "s1 border", "s0 spines", "s1 spines", "s0 srv0–3",
+            "s1 srv4–7"} <= set(labels)
+    assert agg.row_names[-1] == "border"
+    border_row = len(agg.row_names) - 1
+    assert {g.label for g in agg.groups if g.key.row == border_row} == {"s0 border",
+                                                                         "s1 border"}
+    # site 0's blocks come before site 1's in every row
+    for row in {g.key.row for g in agg.groups}:
+        sites = [g.label[:2] for g in agg.groups if g.key.row == row]
+        assert sites == sorted(sites)
+    (dci,) = [b for b in agg.bundles if b.low.row == b.high.row]
+    assert len(dci.links) == 2 and {dci.low.label, dci.high.label} == {"s0 border",
+                                                                        "s1 border"}
+    assert sorted(k for b in agg.bundles for k in b.links) == sorted(
+        (l.node_a, l.port_a) for l in t.links)
+
+
+def test_topo_show_counts_sites(capsys):
+    assert main(["topo", "show", str(AI_CLUSTER), "--json"]) == 0
+    import json
+    found = json.loads(capsys.readouterr().out)
+    assert found["sites"] == 2 and found["border_switches"] == 4 and found["dci_links"] == 2
+    assert found["servers"] == 8 and found["gpus"] == 64
