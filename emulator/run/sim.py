@@ -302,7 +302,7 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
 
 
 def _gpu_of_intf(scenario: Scenario, intf: str) -> str:
-    for gpu in scenario.topology.gpus:
+    for gpu in scenario.topology.gpus + scenario.topology.nics:
         if gpu.intf == intf:
             return gpu.name
     raise ScenarioError(f"{scenario.source}: no GPU has interface {intf}")

@@ -275,7 +275,8 @@ class SimFabric:
         return node
 
     def _server_index(self, server: str) -> int:
-        return next(i for i, s in enumerate(self.topology.servers) if s.name == server)
+        # storage nodes and clients come after the GPU servers (Topology.hosts)
+        return next(i for i, s in enumerate(self.topology.hosts) if s.name == server)
 
     # -- events and captures ----------------------------------------------------------------
     def link(self, a: str, b: str) -> Link:

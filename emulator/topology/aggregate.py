@@ -90,7 +90,7 @@ SITE_ORDERS = 1000
 def _side_rows(topology: Topology) -> tuple[str, ...]:
     """Names of the rows below the servers, bottom to top (front-end, storage)."""
     side = [s for s in topology.switches if s.network != "backend"]
-    words = " / ".join(sorted({s.network for s in side}))
+    words = " /\n".join(sorted({s.network for s in side}))
     return tuple(f"{words} {name}" for tier, name in ((2, "spines"), (1, "leaves"))
                  if any(s.tier == tier for s in side))
 

@@ -42,6 +42,7 @@ from emulator.topology.draw_style import (
 )
 from emulator.topology.layout import DCI_RISE_IN, Box, layout_topology
 from emulator.topology.model import Link, Switch, Topology
+from emulator.topology.networks import STORAGE_PLANE
 
 # Agg draws at most 2**16 pixels a side: 436 inches at 150 dpi.
 MAX_DETAIL_WIDTH_IN = 400.0
@@ -101,7 +102,10 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
             (box.x - box.width / 2, box.bottom), box.width, box.height,
             boxstyle="round,pad=0,rounding_size=0.06", facecolor="#f3f4f6",
             edgecolor=MUTED_COLOUR, linewidth=0.8, zorder=2))
-        axes.text(box.x, box.height * 0.27, name, ha="center", va="center", fontsize=6.5,
+        host = topology.host(name)
+        # the name sits clear of the NIC dots: GPUs' along the top, others' along the bottom
+        shift = (0.0 if host.gpus and host.nics else 0.23 if host.nics else -0.23)
+        axes.text(box.x, box.y + box.height * shift, name, ha="center", va="center", fontsize=6.5,
                   color=TEXT_COLOUR, zorder=3)
     axes.scatter([xy[0] for xy in nic_xy.values()], [xy[1] for xy in nic_xy.values()],
                  s=16, c=[_nic_colour(topology, name, colours) for name in nic_xy],
@@ -223,13 +227,15 @@ def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[fl
 
 def _draw_switch(axes: Axes, switch: Switch, box: Box,
                  colours: list[tuple[float, float, float, float]], kind: str) -> None:
-    if switch.role == "leaf" and kind == "rail-optimized" and switch.rail is not None:
+    if (switch.role == "leaf" and kind == "rail-optimized" and switch.rail is not None
+            and switch.rail < len(colours)):
         colour = colours[switch.rail]
         face: object = (*colour[:3], 0.2)
         edge: object = colour
         text_colour = TEXT_COLOUR
-    elif switch.network != "backend" or switch.role == "border":
-        colour = NETWORK_COLOURS["dci" if switch.role == "border" else switch.network]
+    elif switch.network != "backend" or switch.role == "border" or switch.rail == STORAGE_PLANE:
+        colour = NETWORK_COLOURS["dci" if switch.role == "border" else
+                                 "storage" if switch.rail == STORAGE_PLANE else switch.network]
         face, edge = (colour, colour) if switch.tier > 1 else ("#f1f5f9", colour)
         text_colour = "white" if switch.tier > 1 else TEXT_COLOUR
     elif switch.role in ("leaf", "edge"):

@@ -133,7 +133,8 @@ def _bundle_sizes(agg: Aggregation) -> str:
     parts = []
     for (low, high), counts in sorted(sizes.items()):
         span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
-        parts.append(f"{agg.row_name(low)}–{agg.row_name(high)} {span} links")
+        names = (agg.row_name(low).replace(" /\n", "/"), agg.row_name(high).replace(" /\n", "/"))
+        parts.append(f"{names[0]}–{names[1]} {span} links")
     return ", ".join(parts)
 
 

@@ -88,7 +88,7 @@ def title(topology: Topology) -> str:
                  else format_delay(dci.delay_ns))
         borders = plural(c["border_switches"] // spec.sites.count, "border switch",
                          "border switches")
-        extra += (f"\n{spec.sites.count} sites x {borders}, {c['dci_links']} DCI links "
+        extra += (f"\n{spec.sites.count} sites x {borders}, {plural(c['dci_links'], 'DCI link')} "
                   f"{format_rate(dci.rate_bps)} / {reach}")
     sides = [f"{plural(c[key + '_switches'], 'switch', 'switches')} and "
              f"{plural(c[key + '_nics'], 'NIC')} on the {network}"

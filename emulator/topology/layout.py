@@ -125,7 +125,7 @@ def _side_names(topology: Topology) -> list[str]:
     networks = sorted({s.network for s in topology.switches if s.network != "backend"})
     if not networks:
         return []
-    words = " / ".join(networks)
+    words = " /\n".join(networks)
     tiers = {s.tier for s in topology.switches if s.network != "backend"}
     return [f"{words} {name}" for tier, name in ((2, "spines"), (1, "leaves"))
             if tier in tiers]

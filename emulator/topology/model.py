@@ -265,8 +265,8 @@ def counts(topology: Topology) -> dict[str, int]:
         if switches or nics:
             found[f"{network.replace('-', '_')}_switches"] = switches
             found[f"{network.replace('-', '_')}_nics"] = nics
-    for role in ("storage", "client"):
+    for role, key in (("storage", "storage_nodes"), ("client", "clients")):
         hosts = sum(host.role == role for host in topology.others)
         if hosts:
-            found[f"{role}_{'nodes' if role == 'storage' else 's'}"] = hosts
+            found[key] = hosts
     return found
