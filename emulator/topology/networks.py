@@ -111,8 +111,8 @@ class _Builder:
                 for i in range(self.leaf_count)]
 
     def attachments(self) -> list[NicAttachment]:
-        return [NicAttachment(host, nic, index, f"{self.prefix}{self.name}-leaf{n // self.per_leaf}",
-                              network, link)
+        return [NicAttachment(host, nic, index,
+                              f"{self.prefix}{self.name}-leaf{n // self.per_leaf}", network, link)
                 for n, (host, nic, index, network, link) in enumerate(self.nics)]
 
 

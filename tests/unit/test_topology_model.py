@@ -164,7 +164,8 @@ def test_links_agree_with_ports_on_both_ends():
                 assert tiers[0] == tiers[1] if link.network == "dci" else tiers[0] < tiers[1]
             assert topology.graph.has_edge(link.gpu or link.node_a, link.node_b)
         assert topology.graph.number_of_edges() == len(topology.links)
-        assert topology.graph.number_of_nodes() == len(topology.gpus) + len(topology.switches)
+        assert topology.graph.number_of_nodes() == (len(topology.gpus) + len(topology.nics)
+                                                    + len(topology.switches))
 
 
 def test_link_rates_and_delays_come_from_the_spec():

@@ -66,7 +66,10 @@ def test_blocks_are_named_by_site_with_a_border_row_and_one_dci_bundle():
     assert {"s0 border", "s1 border", "s0 spines", "s1 spines", "s0 srv0–3",
             "s1 srv4–7"} <= set(labels)
     assert agg.row_names[-1] == "border"
-    border_row = len(agg.row_names) - 1
+    border_row = agg.first_row + len(agg.row_names) - 1
+    # the front-end and storage fabrics: two rows below the servers
+    assert agg.first_row == -2 and {"s0 storage nodes", "s1 clients", "s0 front-end leaves",
+                                    "s1 storage spines"} <= set(labels)
     assert {g.label for g in agg.groups if g.key.row == border_row} == {"s0 border",
                                                                          "s1 border"}
     # site 0's blocks come before site 1's in every row
@@ -86,3 +89,4 @@ def test_topo_show_counts_sites(capsys):
     found = json.loads(capsys.readouterr().out)
     assert found["sites"] == 2 and found["border_switches"] == 4 and found["dci_links"] == 2
     assert found["servers"] == 8 and found["gpus"] == 64
+    assert (found["storage_nodes"], found["clients"], found["hosts"]) == (8, 4, 20)
