@@ -60,6 +60,7 @@ class Bundle:
     high: GroupKey
     kind: str  # "host" or "fabric"
     links: tuple[tuple[str, int], ...]
+    network: str = "backend"  # its links' network (Link.network)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def _side_rows(topology: Topology) -> tuple[str, ...]:
     """Names of the rows below the servers, bottom to top (front-end, storage)."""
     side = [s for s in topology.switches if s.network != "backend"]
     words = " /\n".join(sorted({s.network for s in side}))
-    return tuple(f"{words} {name}" for tier, name in ((2, "spines"), (1, "leaves"))
+    return tuple(f"{words}\n{name}" for tier, name in ((2, "spines"), (1, "leaves"))
                  if any(s.tier == tier for s in side))
 
 
@@ -187,15 +188,18 @@ def aggregate(topology: Topology) -> Aggregation:
         key_of[name] = group_of(topology, name)
         by_key.setdefault(key_of[name], []).append(name)
     bundles: dict[tuple[GroupKey, GroupKey, str], list[tuple[str, int]]] = {}
+    network_of: dict[tuple[GroupKey, GroupKey, str], str] = {}
     for link in topology.links:
         low, high = key_of[link.node_a], key_of[link.node_b]
         if (low.row, low.order) > (high.row, high.order):
             low, high = high, low
         bundles.setdefault((low, high, link.kind), []).append((link.node_a, link.port_a))
+        network_of.setdefault((low, high, link.kind), link.network)
     order = sorted(by_key, key=lambda k: (k.row, k.order))
     return Aggregation(
         tuple(Group(k, tuple(by_key[k])) for k in order),
-        tuple(Bundle(low, high, kind, tuple(links)) for (low, high, kind), links in sorted(
+        tuple(Bundle(low, high, kind, tuple(links), network_of[(low, high, kind)])
+              for (low, high, kind), links in sorted(
             bundles.items(), key=lambda item: (item[0][0].row, item[0][0].order,
                                                item[0][1].row, item[0][1].order))),
         row_names(topology), -len(_side_rows(topology)))

@@ -261,9 +261,10 @@ def _draw_switch(axes: Axes, switch: Switch, box: Box,
 
 def _draw_pods(axes: Axes, topology: Topology, boxes: dict[str, Box]) -> None:
     """A faint frame around each pod's edge and aggregation switches."""
-    pods = sorted({s.pod for s in topology.switches if s.pod is not None})
-    for pod in pods:
-        members = [boxes[s.name] for s in topology.switches if s.pod == pod]
+    pods = sorted({(s.site or 0, s.pod) for s in topology.switches if s.pod is not None})
+    for site, pod in pods:  # each site has its own pods
+        members = [boxes[s.name] for s in topology.switches
+                   if s.pod == pod and (s.site or 0) == site]
         left = min(b.x - b.width / 2 for b in members) - 0.06
         right = max(b.x + b.width / 2 for b in members) + 0.06
         bottom = min(b.bottom for b in members) - 0.08

@@ -133,7 +133,8 @@ def _bundle_sizes(agg: Aggregation) -> str:
     parts = []
     for (low, high), counts in sorted(sizes.items()):
         span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
-        names = (agg.row_name(low).replace(" /\n", "/"), agg.row_name(high).replace(" /\n", "/"))
+        names = tuple(agg.row_name(row).replace(" /\n", "/").replace("\n", " ")
+                      for row in (low, high))
         parts.append(f"{names[0]}–{names[1]} {span} links")
     return ", ".join(parts)
 
@@ -222,7 +223,9 @@ def _draw_bundles(axes: Axes, agg: Aggregation, boxes: dict[GroupKey, Box],
             continue
         if values is None:
             colour = (colours[bundle.high.rail] if colours is not None
-                      and bundle.high.rail is not None else FABRIC_LINK_COLOUR)
+                      and bundle.high.rail is not None
+                      else NETWORK_COLOURS[bundle.network] if bundle.network != "backend"
+                      else FABRIC_LINK_COLOUR)
             axes.add_line(Line2D([x0, x1], [y0, y1], color=colour, alpha=0.85, zorder=1,
                                  linewidth=min(1.0 + len(bundle.links) / 32, 3.0)))
             if len(agg.bundles) <= COUNTED_BUNDLES:

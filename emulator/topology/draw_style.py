@@ -93,7 +93,10 @@ def title(topology: Topology) -> str:
     sides = [f"{plural(c[key + '_switches'], 'switch', 'switches')} and "
              f"{plural(c[key + '_nics'], 'NIC')} on the {network}"
              for key, network in (("front_end", "front-end"), ("storage", "storage"))
-             if key + "_nics" in c]
+             if c.get(key + "_switches")]
+    if spec.storage is not None and spec.storage.network != "separate":
+        sides.append(f"{plural(c['storage_nics'], 'storage NIC')} on the "
+                     f"{spec.storage.network}")
     if sides:
         extra += "\n" + "; ".join(sides)
         hosts = [plural(c[key], word) for key, word in (("storage_nodes", "storage node"),

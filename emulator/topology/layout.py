@@ -77,6 +77,7 @@ class TopologyLayout:
 def _backend_tiers(topology: Topology, switches: list[Switch]) -> list[list[Switch]]:
     if topology.kind == "fat-tree":
         rows = [[s for s in switches if s.role == role] for role in ("edge", "agg", "core")]
+        rows[0] += [s for s in switches if s.role == "leaf"]  # storage leaves on the backend
     else:
         leaves = [s for s in switches if s.role == "leaf"]
         # The leaves serving one group of servers go above that group, by
@@ -127,7 +128,7 @@ def _side_names(topology: Topology) -> list[str]:
         return []
     words = " /\n".join(networks)
     tiers = {s.tier for s in topology.switches if s.network != "backend"}
-    return [f"{words} {name}" for tier, name in ((2, "spines"), (1, "leaves"))
+    return [f"{words}\n{name}" for tier, name in ((2, "spines"), (1, "leaves"))
             if tier in tiers]
 
 

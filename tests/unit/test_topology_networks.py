@@ -162,3 +162,18 @@ storage: {nodes: 8, nics_per_node: 2, link: {rate: 200Gbps, delay: 1us}}
     out = capsys.readouterr().out
     assert "front end nics" in out and "storage nodes" in out and "16" in out
     assert took < 5.0, f"topo show took {took:.1f} s [wall]"
+
+
+def test_live_hosts_get_their_front_end_and_storage_nics():
+    from emulator.network.plan import host_plans
+
+    t = load_topology(TOPOLOGIES / "ai-cluster.yaml")
+    plans = host_plans(t)
+    assert set(plans) == {h.name for h in t.hosts}  # servers, storage nodes, clients
+    srv = plans["srv5"]
+    assert [n.ifname for n in srv.nics][-2:] == ["srv5-eth8", "srv5-eth9"]
+    assert [n.ip for n in srv.nics][-2:] == [t.gpu("srv5/fe0").ip, t.gpu("srv5/st0").ip]
+    # every NIC answers from its own routing table, through its own gateway
+    assert len({r.table for r in srv.rules}) == len(srv.nics) == 10
+    node = plans["stor6"]
+    assert [n.ip for n in node.nics] == [t.gpu("stor6/nic0").ip, t.gpu("stor6/nic1").ip]

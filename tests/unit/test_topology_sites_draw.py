@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from matplotlib.colors import to_rgb
 from matplotlib.image import imread
 
@@ -90,3 +91,35 @@ def test_topo_show_counts_sites(capsys):
     assert found["sites"] == 2 and found["border_switches"] == 4 and found["dci_links"] == 2
     assert found["servers"] == 8 and found["gpus"] == 64
     assert (found["storage_nodes"], found["clients"], found["hosts"]) == (8, 4, 20)
+
+
+@pytest.mark.parametrize("kind,network", [("fat-tree", "backend"), ("leaf-spine", "front-end"),
+                                          ("rail-optimized", "separate")])
+def test_every_kind_draws_its_front_end_and_storage_node_by_node_and_as_blocks(
+        kind, network, tmp_path):
+    from emulator.topology import topology_from_dict
+
+    link = {"rate": "100Gbps", "delay": "1us"}
+    shape = ({"k": 4} if kind == "fat-tree" else
+             {"servers": 4, "gpus_per_server": 2, "servers_per_leaf": 2, "spines": 2})
+    t = topology_from_dict({"name": "x", "kind": kind, **shape, "host_link": link,
+                            "fabric_link": link, "front_end": {"link": link},
+                            "storage": {"nodes": 2, "link": link, "network": network},
+                            "sites": {"count": 2, "dci_link": {"rate": "400Gbps",
+                                                               "delay": "20us"}}})
+    place = layout_topology(t)
+    # every host, NIC and switch has a place; storage nodes sit in the host row
+    assert set(place.servers) == {h.name for h in t.hosts}
+    assert set(place.nics) == {n.name for n in t.gpus + t.nics}
+    assert set(place.switches) == {s.name for s in t.switches}
+    assert {place.servers[h.name].y for h in t.hosts} == {place.server_y}
+    side = [s for s in t.switches if s.network != "backend"]
+    assert all(place.switches[s.name].y < place.server_y for s in side)
+    values = LinkValues({(l.node_a, l.port_a): 0.5 for l in t.links}, "u")
+    for mode in ("off", "on"):
+        draw_topology(t, tmp_path / f"{mode}.png", aggregate=mode)
+        draw_topology(t, tmp_path / f"{mode}-v.png", values, aggregate=mode)
+    agg = aggregate(t)
+    assert sorted(k for b in agg.bundles for k in b.links) == sorted(
+        (l.node_a, l.port_a) for l in t.links)
+    assert {b.network for b in agg.bundles} >= {"front-end", "storage", "dci"}
