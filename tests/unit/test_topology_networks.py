@@ -177,3 +177,14 @@ def test_live_hosts_get_their_front_end_and_storage_nics():
     assert len({r.table for r in srv.rules}) == len(srv.nics) == 10
     node = plans["stor6"]
     assert [n.ip for n in node.nics] == [t.gpu("stor6/nic0").ip, t.gpu("stor6/nic1").ip]
+
+
+def test_the_web_views_picture_places_every_host_and_nic_an_edge_names():
+    from emulator.view.picture import build_picture
+
+    t = load_topology(TOPOLOGIES / "ai-cluster.yaml")
+    elements = build_picture(t).elements
+    ids = {node["data"]["id"] for node in elements["nodes"]}
+    assert {"stor7", "cli3", "srv5/fe0", "stor0/nic1"} <= ids
+    assert all(e["data"]["source"] in ids and e["data"]["target"] in ids
+               for e in elements["edges"])
