@@ -53,3 +53,38 @@ def test_a_checkpoint_burst_leaves_a_separate_backend_alone_and_slows_a_converge
           f"with a separate-storage checkpoint {ring['separate']['time_s'] * 1e6:.1f} us, "
           f"converged {ring['converged']['time_s'] * 1e6:.1f} us (x{slowdown:.2f})")
     assert slowdown > 1.2
+
+
+def test_a_256_gpu_cluster_with_every_tier_runs_on_sim(tmp_path: Path) -> None:
+    """2 sites x 16 servers x 8 GPUs (8-GPU scale-up domains, 8 rails, 4
+    spines, 10 km DCI), a front-end with clients and a separate storage
+    fabric: a ring all-reduce over site 0 (rail 0), a checkpoint of every GPU,
+    requests in and tokens out. About 13 s [wall] on this machine."""
+    from emulator.measure.results import check_invariants
+
+    fast = {"rate": "400Gbps", "delay": "1us"}
+    topology = {"name": "ai256", "kind": "rail-optimized", "servers": 16, "gpus_per_server": 8,
+                "servers_per_leaf": 16, "spines": 4, "host_link": fast, "fabric_link": fast,
+                "scale_up": {"rate": "450GBps", "hop_latency": "250ns"},
+                "sites": {"count": 2, "border_switches": 2,
+                          "dci_link": {"rate": "400Gbps", "distance": "10km"}},
+                "front_end": {"link": LINK, "clients": 2},
+                "storage": {"nodes": 4, "nics_per_node": 2,
+                            "link": {"rate": "200Gbps", "delay": "1us"}}}
+    workload = {"collectives": [{"kind": "all-reduce", "id": "ar", "servers": ["srv[0-15]"],
+                                 "placement": "rail-aligned", "size": "1MB"}],
+                "generators": [{"kind": "checkpoint", "id": "ck", "size": "256KB"},
+                               {"kind": "requests", "id": "rq", "size": "4KB"},
+                               {"kind": "tokens", "id": "tk", "size": "16KB", "start": "50us"}]}
+    results = run({"name": "ai256", "target": "sim", "topology": topology, "duration": "1ms",
+                   "seed": 1, "hosts": {"mtu": "4096B"}, "workload": workload,
+                   "switches": {"pfc": {"enabled": True}}}, tmp_path)
+    assert results["errors"] == [] and results["partial"] is False
+    check_invariants(results)
+    assert results["totals"]["flows_incomplete"] == 0 and results["totals"]["drops"] == 0
+    assert len(results["flows"]) == 256 * 4 + 2 * 32 + 4 * 4  # shards, requests+tokens, ring
+    networks = results["networks"]
+    # every shard's bytes crossed two storage links; nothing else touched the DCI
+    assert networks["storage"]["bytes"] >= 256 * 4 * 2 * write_wire_bytes(64_000, 4096)[0]
+    assert networks["front-end"]["bytes"] > 0 and networks["dci"]["bytes"] == 0
+    assert results["collectives"][0]["completed"] is True
