@@ -191,17 +191,17 @@ def _check_flow(flow: FlowSpec, scenario: Scenario, where: Where, path: KeyPath,
     if flow.src == flow.dst:
         raise where.error(path, f"flow {flow.id} goes from {flow.src} to itself; "
                                 f"give a dst on another server")
+    if server_of[flow.src] == server_of[flow.dst]:
+        raise where.error(path, (
+            f"{flow.src} and {flow.dst} are both on server {server_of[flow.src]}: GPUs of one "
+            f"server talk over the scale-up domain, not the fabric; pick GPUs of different "
+            f"servers"))
     if fabric_of and fabric_of[flow.src] != fabric_of[flow.dst]:
         networks = [scenario.topology.gpu(name).network for name in (flow.src, flow.dst)]
         raise where.error(path, (
             f"flow {flow.id}: {flow.src} ({networks[0]}) and {flow.dst} ({networks[1]}) are on "
             f"fabrics with no link between them; pick NICs of one network (a server's "
             f"srvS/feN or srvS/stN NICs reach the front-end and storage)"))
-    if server_of[flow.src] == server_of[flow.dst]:
-        raise where.error(path, (
-            f"{flow.src} and {flow.dst} are both on server {server_of[flow.src]}: GPUs of one "
-            f"server talk over the scale-up domain, not the fabric; pick GPUs of different "
-            f"servers"))
     if flow.start_ns >= scenario.duration_ns:
         raise where.error(start_path or path, (
             f"flow {flow.id} starts at {format_duration(flow.start_ns)}, not before the end at "

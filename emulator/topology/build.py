@@ -16,8 +16,9 @@ import networkx as nx
 from emulator.topology import addressing
 from emulator.topology.generators import GENERATORS, Attachment, SwitchPlan, Wiring, with_sites
 from emulator.topology.model import Gpu, Link, Port, ScaleUpDomain, Server, Switch, Topology
-from emulator.topology.networks import NicAttachment, SideWiring, side_wiring
 from emulator.topology.spec import TopologySpec
+# front-end and storage fabrics: after the backend's switches, hosts and ports
+from emulator.topology.networks import NicAttachment, SideWiring, side_wiring
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ Keys by kind (see README "Topologies"):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import jsonschema
@@ -404,20 +404,6 @@ def _link_at(raw: Mapping[str, Any], path: Sequence[str], source: str,
     return LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns)
 
 
-def _side_networks(data: Mapping[str, Any], servers: int, source: str,
-                   lines: KeyLines) -> dict[str, Any]:
-    """The ``front_end`` and ``storage`` keys, checked (:mod:`.side_spec`)."""
-    sites = data["sites"]["count"] if isinstance(data.get("sites"), Mapping) else 1
-
-    def link(raw: Mapping[str, Any], path: Sequence[str]) -> LinkSpec:
-        return _link_at(raw, path, source, lines)
-
-    def fail(path: Sequence[str], message: str) -> TopologyError:
-        return topology_error(source, lines, path, message)
-    return {"front_end": front_end_spec(data, servers, sites, link, fail),
-            "storage": storage_spec(data, servers, sites, link, fail)}
-
-
 def _scale_up(data: Mapping[str, Any], servers: int, source: str,
               lines: KeyLines) -> ScaleUpSpec | None:
     raw = data.get("scale_up")
@@ -511,8 +497,7 @@ def _leaf_spine_spec(data: Mapping[str, Any], kind: str, host_link: LinkSpec,
                         servers_per_leaf=per_leaf, spines=spines, host_link=host_link,
                         fabric_link=fabric_link, leaf_ports=leaf_ports,
                         scale_up=_scale_up(data, servers, source, lines),
-                        sites=_sites(data, leaves_per_rail, source, lines),
-                        **_side_networks(data, servers, source, lines))
+                        sites=_sites(data, leaves_per_rail, source, lines))
 
 
 def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: LinkSpec,
@@ -541,8 +526,7 @@ def _fat_tree_spec(data: Mapping[str, Any], host_link: LinkSpec, fabric_link: Li
                         gpus_per_server=gpus, servers_per_leaf=half, spines=half * half,
                         host_link=host_link, fabric_link=fabric_link, leaf_ports=edge_ports, k=k,
                         scale_up=_scale_up(data, k * half * half, source, lines),
-                        sites=_sites(data, edges, source, lines),
-                        **_side_networks(data, k * half * half, source, lines))
+                        sites=_sites(data, edges, source, lines))
 
 
 def spec_from_dict(data: object, source: str = "<dict>",
@@ -571,5 +555,22 @@ def spec_from_dict(data: object, source: str = "<dict>",
     host_link = _link(data, "host_link", source, lines)
     fabric_link = _link(data, "fabric_link", source, lines)
     if kind == "fat-tree":
-        return _fat_tree_spec(data, host_link, fabric_link, source, lines)
-    return _leaf_spine_spec(data, kind, host_link, fabric_link, source, lines)
+        spec = _fat_tree_spec(data, host_link, fabric_link, source, lines)
+    else:
+        spec = _leaf_spine_spec(data, kind, host_link, fabric_link, source, lines)
+    return replace(spec, **_side_networks(data, spec.servers, source, lines))
+
+
+def _side_networks(data: Mapping[str, Any], servers: int, source: str,
+                   lines: KeyLines) -> dict[str, Any]:
+    """The ``front_end`` and ``storage`` keys, checked (:mod:`.side_spec`)."""
+    sites = data["sites"]["count"] if isinstance(data.get("sites"), Mapping) else 1
+
+    def link(raw: Mapping[str, Any], path: Sequence[str]) -> LinkSpec:
+        return _link_at(raw, path, source, lines)
+
+    def fail(path: Sequence[str], message: str) -> TopologyError:
+        return topology_error(source, lines, path, message)
+    return {"front_end": front_end_spec(data, servers, sites, link, fail),
+            "storage": storage_spec(data, servers, sites, link, fail)}
+
