@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from emulator.topology.layout import SCALE_UP_ROLE, below_rows
 from emulator.topology.model import Server, Topology
 
 MAX_BLOCKS_PER_ROW = 16
@@ -89,11 +90,8 @@ SITE_ORDERS = 1000
 
 
 def _side_rows(topology: Topology) -> tuple[str, ...]:
-    """Names of the rows below the servers, bottom to top (front-end, storage)."""
-    side = [s for s in topology.switches if s.network != "backend"]
-    words = " /\n".join(sorted({s.network for s in side}))
-    return tuple(f"{words}\n{name}" for tier, name in ((2, "spines"), (1, "leaves"))
-                 if any(s.tier == tier for s in side))
+    """Names of the rows below the servers, bottom to top (:func:`below_rows`)."""
+    return tuple(name for name, _ in reversed(below_rows(topology)))
 
 
 def row_names(topology: Topology) -> tuple[str, ...]:
@@ -142,10 +140,14 @@ def _site_group(topology: Topology, node: str, server: Server | None) -> GroupKe
         words = "storage nodes" if server.role == "storage" else "clients"
         return GroupKey(0, SITE_ORDERS - (2 if server.role == "storage" else 1), words)
     switch = topology.switch(node) if server is None else None
-    if switch is not None and switch.network != "backend":
-        row = -1 if switch.tier == 1 else -2
-        return GroupKey(row, 0 if switch.network == "front-end" else 1,
-                        f"{switch.network} {'leaves' if switch.tier == 1 else 'spines'}")
+    if switch is not None:
+        for below, (_, test) in enumerate(below_rows(topology)):
+            if test(switch):
+                if switch.role == SCALE_UP_ROLE:
+                    return GroupKey(-1 - below, 0, "scale-up switches")
+                return GroupKey(-1 - below, 0 if switch.network == "front-end" else 1,
+                                f"{switch.network} "
+                                f"{'leaves' if switch.tier == 1 else 'spines'}")
     if switch is not None and switch.role == "border":
         return GroupKey(len(row_names(topology)) - len(_side_rows(topology)) - 1, 0, "border")
     if switch is not None and switch.rail is not None and switch.rail >= 100:

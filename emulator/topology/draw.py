@@ -40,7 +40,7 @@ from emulator.topology.draw_style import (
     RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
     NETWORK_COLOURS, free_spot, rail_colours, title, value_colours,
 )
-from emulator.topology.layout import DCI_RISE_IN, Box, layout_topology
+from emulator.topology.layout import DCI_RISE_IN, SCALE_UP_ROLE, Box, layout_topology
 from emulator.topology.model import Link, Switch, Topology
 from emulator.topology.networks import STORAGE_PLANE
 
@@ -121,7 +121,7 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     handles = [Patch(facecolor=colour, edgecolor="none", label=f"{'rail' if rails else 'GPU'} {r}")
                for r, colour in enumerate(colours)]
     handles += [Patch(facecolor=NETWORK_COLOURS[network], edgecolor="none", label=network)
-                for network in ("front-end", "storage", "dci")
+                for network in ("scale-up", "front-end", "storage", "dci")
                 if any(link.network == network for link in topology.links)]
     legend = figure.legend(
         handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
@@ -233,8 +233,10 @@ def _draw_switch(axes: Axes, switch: Switch, box: Box,
         face: object = (*colour[:3], 0.2)
         edge: object = colour
         text_colour = TEXT_COLOUR
-    elif switch.network != "backend" or switch.role == "border" or switch.rail == STORAGE_PLANE:
+    elif (switch.network != "backend" or switch.role in ("border", SCALE_UP_ROLE)
+          or switch.rail == STORAGE_PLANE):
         colour = NETWORK_COLOURS["dci" if switch.role == "border" else
+                                 "scale-up" if switch.role == SCALE_UP_ROLE else
                                  "storage" if switch.rail == STORAGE_PLANE else switch.network]
         face, edge = (colour, colour) if switch.tier > 1 else ("#f1f5f9", colour)
         text_colour = "white" if switch.tier > 1 else TEXT_COLOUR

@@ -115,8 +115,9 @@ def _block_colours(topology: Topology, group: Group,
         return (*colour[:3], 0.2), colour, TEXT_COLOUR
     switch = topology.switch(group.members[0])
     role = switch.role
-    if switch.network != "backend" or role == "border":
-        colour = NETWORK_COLOURS["dci" if role == "border" else switch.network]
+    if switch.network != "backend" or role in ("border", "scale-up"):
+        colour = NETWORK_COLOURS["dci" if role == "border" else
+                                 "scale-up" if role == "scale-up" else switch.network]
         return (colour, colour, "white") if switch.tier > 1 else ("#f1f5f9", colour, TEXT_COLOUR)
     if role in ("leaf", "edge"):
         return "#e5e7eb", "#4b5563", TEXT_COLOUR

@@ -34,7 +34,7 @@ HEADING_IN = 0.16  # one more title line
 VALUE_WIDTH_PT = (0.8, 5.0)  # line width of a link at value 0 and at value 1
 # Links, NICs and switches of the networks other than the backend's rails.
 NETWORK_COLOURS = {"front-end": "#0f766e", "storage": "#b45309", "dci": "#6d28d9",
-                   "backend": "#4d5b6a"}
+                   "backend": "#4d5b6a", "scale-up": "#0369a1"}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ aggregation, core; then border switches where there are sites), the leaves
 serving a group of servers above that group, by rail. Storage nodes and
 front-end clients sit in the server row right of the servers; the switches
 of a front-end or storage fabric sit below the row (leaves, then spines), so
-the backend stays on top and the networks do not cross. GPU NICs are dots
+the backend stays on top and the networks do not cross; scale-up switches
+(role ``scale-up``), where the topology holds them, right under the row. GPU NICs are dots
 along a box's top edge, front-end and storage NICs along its bottom edge.
 
 Sites (``sites`` key) are panels side by side, each laid out as above, with
@@ -21,6 +22,7 @@ web view (:mod:`emulator.view`, a browser) both place things from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from emulator.topology.model import Server, Switch, Topology
 
@@ -89,23 +91,40 @@ def _backend_tiers(topology: Topology, switches: list[Switch]) -> list[list[Swit
     return rows + ([borders] if borders else [])
 
 
-def _side_tiers(switches: list[Switch]) -> list[list[Switch]]:
-    """Front-end and storage fabric rows, top (leaves) to bottom (spines)."""
-    side = [s for s in switches if s.network != "backend"]
-    rows = [[s for s in side if s.tier == tier] for tier in (1, 2)]
-    return [row for row in rows if row]
+# Role of the switch of a scale-up domain, where the topology holds one.
+SCALE_UP_ROLE = "scale-up"
+
+
+def below_rows(topology: Topology) -> list[tuple[str, Callable[[Switch], bool]]]:
+    """The switch rows under the servers, from the servers down, each as its
+    name and the test of its switches: scale-up switches (where there are),
+    then the front-end and storage fabrics' leaves and spines."""
+    rows: list[tuple[str, Callable[[Switch], bool]]] = []
+    if any(s.role == SCALE_UP_ROLE for s in topology.switches):
+        rows.append(("scale-up", lambda s: s.role == SCALE_UP_ROLE))
+    side = [s for s in topology.switches if s.network != "backend"]
+    words = " /\n".join(sorted({s.network for s in side}))
+    for tier, name in ((1, "leaves"), (2, "spines")):
+        if any(s.tier == tier for s in side):
+            rows.append((f"{words}\n{name}",
+                         lambda s, tier=tier: s.network != "backend" and s.tier == tier))
+    return rows
+
+
+def _in_backend(switch: Switch) -> bool:
+    return switch.network == "backend" and switch.role != SCALE_UP_ROLE
 
 
 def switch_tiers(topology: Topology) -> list[list[Switch]]:
     """Switch rows from bottom to top, each in drawing order (left to right):
-    front-end/storage spines and leaves, then the backend's tiers."""
+    the rows under the servers (:func:`below_rows`, farthest first), then the
+    backend's tiers."""
     sites = _site_members(topology)
-    backend = [_backend_tiers(topology, [s for s in switches if s.network == "backend"])
+    backend = [_backend_tiers(topology, [s for s in switches if _in_backend(s)])
                for _, switches in sites]
-    side = [_side_tiers(switches) for _, switches in sites]
     rows: list[list[Switch]] = []
-    for level in range(max(map(len, side)) - 1, -1, -1):
-        rows.append([s for tiers in side if level < len(tiers) for s in tiers[level]])
+    for _, test in reversed(below_rows(topology)):
+        rows.append([s for _, switches in sites for s in switches if test(s)])
     for level in range(max(map(len, backend))):
         rows.append([s for tiers in backend if level < len(tiers) for s in tiers[level]])
     return rows
@@ -118,18 +137,7 @@ def tier_names(topology: Topology) -> list[str]:
         names = ["leaves" if topology.kind == "rail-optimized" else "ToR leaves", "spines"]
     if topology.spec.sites is not None:
         names.append("border")
-    side = _side_names(topology)
-    return side + names
-
-
-def _side_names(topology: Topology) -> list[str]:
-    networks = sorted({s.network for s in topology.switches if s.network != "backend"})
-    if not networks:
-        return []
-    words = " /\n".join(networks)
-    tiers = {s.tier for s in topology.switches if s.network != "backend"}
-    return [f"{words}\n{name}" for tier, name in ((2, "spines"), (1, "leaves"))
-            if tier in tiers]
+    return [name for name, _ in reversed(below_rows(topology))] + names
 
 
 def _site_members(topology: Topology) -> list[tuple[list[Server], list[Switch]]]:
@@ -152,7 +160,7 @@ def layout_topology(topology: Topology) -> TopologyLayout:
     """Place every host, NIC and switch of ``topology`` (module docstring)."""
     sites = _site_members(topology)
     rows = switch_tiers(topology)
-    side_rows = len(_side_names(topology))
+    side_rows = len(below_rows(topology))
     most_nics = max(max(len(h.gpus), len(h.nics)) for h in topology.hosts)
     server_width = _server_width(most_nics, NIC_PITCH_IN)
     panel_widths = []

@@ -123,3 +123,41 @@ def test_every_kind_draws_its_front_end_and_storage_node_by_node_and_as_blocks(
     assert sorted(k for b in agg.bundles for k in b.links) == sorted(
         (l.node_a, l.port_a) for l in t.links)
     assert {b.network for b in agg.bundles} >= {"front-end", "storage", "dci"}
+
+
+def test_switches_of_a_scale_up_tier_get_a_row_under_the_servers(tmp_path):
+    """A topology holding a scale-up switch per domain (role ``scale-up``, as
+    the sim's scale-up tier builds them) is drawn with those switches in a
+    row of their own right under the servers, node by node and as blocks."""
+    from dataclasses import replace
+
+    from emulator.topology import Link, Port, Topology
+
+    t = load_topology(AI_CLUSTER)
+    switches, links = list(t.switches), list(t.links)
+    for d, server in enumerate(t.servers):
+        index = len(switches)
+        ports = tuple(Port(number=r + 1, mac=f"02:02:00:00:{d:02x}:{r + 1:02x}",
+                           intf=f"su{d}-eth{r + 1}", peer=gpu, peer_port=8 + r,
+                           peer_mac="02:00:00:00:00:00", kind="host", facing="down")
+                      for r, gpu in enumerate(server.gpus))
+        switches.append(replace(t.switches[0], name=f"su{d}", role="scale-up", tier=1,
+                                index=index, rail=None, leaf_index=None, prefix=None,
+                                gateway_ip=None, ports=ports, site=server.site))
+        links += [Link(node_a=server.name, port_a=8 + r, node_b=f"su{d}", port_b=r + 1,
+                       rate_bps=3_600_000_000_000, delay_ns=125, kind="host", gpu=gpu,
+                       network="scale-up") for r, gpu in enumerate(server.gpus)]
+    tiered = Topology(spec=t.spec, servers=t.servers, gpus=t.gpus, switches=tuple(switches),
+                      links=tuple(links), graph=t.graph, domains=t.domains, nics=t.nics,
+                      others=t.others)
+    place = layout_topology(tiered)
+    su_y = {place.switches[f"su{d}"].y for d in range(len(t.servers))}
+    assert len(su_y) == 1 and max(su_y) < place.server_y
+    side = [place.switches[s.name].y for s in t.switches if s.network != "backend"]
+    assert max(side) < min(su_y)  # the front-end and storage rows are further down
+    assert "scale-up" in place.tier_names
+    agg = aggregate(tiered)
+    assert {g.label for g in agg.groups if g.key.row == -1} == {"s0 scale-up switches",
+                                                                 "s1 scale-up switches"}
+    for mode in ("off", "on"):
+        draw_topology(tiered, tmp_path / f"{mode}.png", aggregate=mode)
