@@ -188,3 +188,13 @@ def test_the_web_views_picture_places_every_host_and_nic_an_edge_names():
     assert {"stor7", "cli3", "srv5/fe0", "stor0/nic1"} <= ids
     assert all(e["data"]["source"] in ids and e["data"]["target"] in ids
                for e in elements["edges"])
+
+
+def test_topo_paths_between_unlinked_fabrics_is_one_line(capsys):
+    assert main(["topo", "paths", str(TOPOLOGIES / "ai-cluster.yaml"), "srv0/gpu0",
+                 "stor0/nic0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no path from srv0/gpu0 (backend) to stor0/nic0 (storage)" in err
+    assert main(["topo", "paths", str(TOPOLOGIES / "ai-cluster.yaml"), "srv0/st0",
+                 "stor2/nic1"]) == 0
+    assert capsys.readouterr().out.strip() == "s0-st-leaf0"
