@@ -186,6 +186,9 @@ def front_end_spec(data: Mapping[str, Any], servers: int, sites: int, link: Pars
                         fabric_link_given="fabric_link" in raw)
     _check_leaf(spec.nics_per_leaf, spec.spines, ["front_end"], fail)
     nics = servers * spec.nics_per_server + spec.clients
+    storage = data.get("storage")
+    if isinstance(storage, Mapping) and storage.get("network") == "front-end":
+        nics += storage["nodes"] * storage.get("nics_per_node", 1)  # on the same leaves
     _check_room(_leaves(nics, spec.nics_per_leaf) * sites, ["front_end", "nics_per_leaf"],
                 f"{nics} front-end NICs per site", fail)
     return spec
@@ -221,6 +224,8 @@ def storage_spec(data: Mapping[str, Any], servers: int, sites: int, link: ParseL
         _check_leaf(spec.nics_per_leaf, spec.spines, ["storage"], fail)
     nics = spec.nodes * spec.nics_per_node + (servers * spec.server_nics
                                               if network == "separate" else 0)
+    if network == "front-end":
+        return spec  # its NICs fill the front-end's leaves, counted there
     _check_room(_leaves(nics, spec.nics_per_leaf) * sites, ["storage", "nics_per_leaf"],
                 f"{nics} storage NICs per site", fail)
     return spec

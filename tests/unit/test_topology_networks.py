@@ -126,6 +126,9 @@ BAD = [
     ({"front_end": "yes"}, "front_end", "is not a mapping"),
     ({"front_end": {"link": LINK, "nics_per_leaf": 1}, "servers": 512, "servers_per_leaf": 16},
      "front_end.nics_per_leaf", "the addressing plan has room for 256"),
+    ({"front_end": {"link": LINK, "nics_per_leaf": 1, "clients": 0},
+      "storage": {"nodes": 260, "link": LINK, "network": "front-end"}},
+     "front_end.nics_per_leaf", "264 front-end NICs per site need 264 leaves"),
 ]
 
 
