@@ -8,7 +8,8 @@ public API:
 - :data:`GENERATORS` by kind (:mod:`.generators`), :func:`build_topology`;
 - the model :class:`Topology`, :class:`Gpu`, :class:`Switch`, :class:`Port`,
   :class:`Link`, :class:`Server` and :func:`counts` (:mod:`.model`);
-- the addressing plan (:mod:`.addressing`);
+- the addressing plan (:mod:`.addressing`); front-end and storage
+  fabrics (keys in :mod:`.side_spec`, wiring in :mod:`.networks`);
 - :func:`routing_plan`, :func:`lookup`, :func:`paths`, :func:`routed_paths`
   (:mod:`.routing`);
 - drawing lives in :mod:`.draw` (imported on demand: it pulls in matplotlib).

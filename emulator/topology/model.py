@@ -13,8 +13,11 @@ Conventions the other layers rely on:
 - ``graph`` has one node per GPU NIC and per switch (servers are not nodes, so
   no path runs through a server) and one edge per link.
 - Every link carries the network it belongs to (one of :data:`NETWORKS`), so
-  results and drawings can group by network; the links built today are all on
-  the ``backend`` (scale-out) network. Scale-up domains are listed in
+  results and drawings can group by network: ``backend`` (scale-out),
+  ``dci`` between sites, ``front-end`` and ``storage`` for the fabrics of
+  :mod:`emulator.topology.networks`, whose NICs (``Topology.nics``) and
+  hosts (storage nodes, clients: ``Topology.others``) come after the
+  backend's, so a topology without them is as before. Scale-up domains are listed in
   ``Topology.domains`` (empty without a ``scale_up`` key) with the servers and
   GPUs each holds.
 """
