@@ -72,6 +72,15 @@ def _show(args: argparse.Namespace) -> int:
     for kind, link in (("host", topology.spec.host_link), ("fabric", topology.spec.fabric_link)):
         links.add_row(kind, str(summary[f"{kind}_links"]), format_rate(link.rate_bps),
                       format_delay(link.delay_ns))
+    # DCI, front-end and storage links (part of the host and fabric counts above)
+    other: dict[tuple[str, str, int, int], int] = {}
+    for lk in topology.links:
+        if lk.network != "backend":
+            key = (lk.network, lk.kind, lk.rate_bps, lk.delay_ns)
+            other[key] = other.get(key, 0) + 1
+    for (network, kind, rate_bps, delay_ns), count in other.items():
+        links.add_row(f"{network} {kind}" if network != "dci" else "dci", str(count),
+                      format_rate(rate_bps), format_delay(delay_ns))
     console.print(links)
 
     switches = Table(title="switches")

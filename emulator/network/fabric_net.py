@@ -68,7 +68,7 @@ class FabricNetwork(NetworkRun):
         """The Mininet host of a server (``srv0``)."""
         found = self._hosts.get(server)
         if found is None:
-            known = ", ".join(s.name for s in self.topology.servers)
+            known = ", ".join(s.name for s in self.topology.hosts)
             raise NetworkError(f"no host {server!r} in this network (servers: {known})")
         return found
 
@@ -94,7 +94,7 @@ class FabricNetwork(NetworkRun):
         clock.lap("plan_s")
 
         self._new_mininet(FabricHost, FabricLink, FabricIntf)
-        for server in self.topology.servers:
+        for server in self.topology.hosts:
             self._add_host(record, server.name, FabricHost)
         for switch in self.topology.switches:
             self._add_switch(record, launches[switch.name])

@@ -92,9 +92,11 @@ class HostPlan:
 
 def host_plan(topology: Topology, server: str, mtu: int = DEFAULT_MTU) -> HostPlan:
     """The configuration of one server's host; see the module docstring."""
-    gpus = sorted((g for g in topology.gpus if g.server == server), key=lambda g: g.index)
+    # GPUs' NICs, then front-end and storage NICs (storage nodes and clients have only those)
+    gpus = sorted((g for g in topology.gpus + topology.nics if g.server == server),
+                  key=lambda g: g.index)
     if not gpus:
-        known = ", ".join(s.name for s in topology.servers)
+        known = ", ".join(s.name for s in topology.hosts)
         raise NetworkError(f"no server {server!r} in topology {topology.name} (servers: {known})")
     nics, neighbours, rules, routes = [], [], [], []
     main_prefixes: set[str] = set()
@@ -114,7 +116,7 @@ def host_plan(topology: Topology, server: str, mtu: int = DEFAULT_MTU) -> HostPl
 
 
 def host_plans(topology: Topology, mtu: int = DEFAULT_MTU) -> dict[str, HostPlan]:
-    return {s.name: host_plan(topology, s.name, mtu) for s in topology.servers}
+    return {s.name: host_plan(topology, s.name, mtu) for s in topology.hosts}
 
 
 @dataclass(frozen=True)

@@ -124,9 +124,9 @@ def merge(shares: list[RankShare], scenario: Scenario) -> RankShare:
     for name in ("counters", "queue_stats", "queue_series"):
         part = getattr(out, name)
         setattr(out, name, {k: part[k] for k in sorted(part, key=order.__getitem__)})
-    servers = [s.name for s in topo.servers]
+    servers = [s.name for s in topo.hosts]  # storage nodes and clients too
     out.agent_stats = {s: agent_stats[s] for s in servers if s in agent_stats}
-    gpus = [g.name for g in topo.gpus]
+    gpus = [g.name for g in topo.gpus + topo.nics]
     out.nic_wire_wait = {g: out.nic_wire_wait[g] for g in gpus if g in out.nic_wire_wait}
     seen: dict[int, tuple[int, int, float, dict[str, Any]]] = {}
     for share in shares:

@@ -27,12 +27,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+import networkx as nx
+
 from emulator.scenario.errors import KeyPath, ScenarioError, Where
 from emulator.scenario.spec import RETH_BYTES, EventSpec, FlowSpec, PortSettings, Scenario
 from emulator.targets.builtin.mmu import headroom_bytes
 from emulator.scenario.units import Threshold, format_duration, format_size
 from emulator.scenario.collectives import plan_collective
 from emulator.scenario.workload import expand_generator
+from emulator.topology import Topology
 from emulator.topology.units import format_rate
 
 Fail = Callable[[str, str], ScenarioError]  # (section.key, message) -> error
@@ -173,8 +176,20 @@ def _place(switch: str, port: int | None) -> str:
     return f"switch {switch}" if port is None else f"port {switch}:{port}"
 
 
+def _fabric_of(topology: Topology) -> dict[str, int]:
+    """NIC name -> the number of the fabric (switches joined by links) it is
+    plugged into; empty when every NIC is a GPU's (one fabric)."""
+    if not topology.nics:
+        return {}
+    switches = topology.graph.subgraph(s.name for s in topology.switches)
+    fabric = {name: n for n, part in enumerate(nx.connected_components(switches))
+              for name in part}
+    return {nic.name: fabric[nic.switch] for nic in topology.gpus + topology.nics}
+
+
 def _check_flow(flow: FlowSpec, scenario: Scenario, where: Where, path: KeyPath,
-                server_of: dict[str, str], start_path: KeyPath | None = None) -> None:
+                server_of: dict[str, str], start_path: KeyPath | None = None,
+                fabric_of: dict[str, int] | None = None) -> None:
     if flow.src == flow.dst:
         raise where.error(path, f"flow {flow.id} goes from {flow.src} to itself; "
                                 f"give a dst on another server")
@@ -184,6 +199,12 @@ def _check_flow(flow: FlowSpec, scenario: Scenario, where: Where, path: KeyPath,
             f"{flow.src} and {flow.dst} are both on server {server_of[flow.src]}: GPUs of one "
             f"server talk over the scale-up domain, not the fabric; pick GPUs of different "
             f"servers"))
+    if fabric_of and fabric_of[flow.src] != fabric_of[flow.dst]:
+        networks = [scenario.topology.gpu(name).network for name in (flow.src, flow.dst)]
+        raise where.error(path, (
+            f"flow {flow.id}: {flow.src} ({networks[0]}) and {flow.dst} ({networks[1]}) are on "
+            f"fabrics with no link between them; pick NICs of one network (a server's "
+            f"srvS/feN or srvS/stN NICs reach the front-end and storage)"))
     if flow.start_ns >= scenario.duration_ns:
         raise where.error(start_path or path, (
             f"flow {flow.id} starts at {format_duration(flow.start_ns)}, not before the end at "
@@ -192,7 +213,9 @@ def _check_flow(flow: FlowSpec, scenario: Scenario, where: Where, path: KeyPath,
 
 def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
     """Every flow by id, checked."""
-    server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus}
+    topology = scenario.topology
+    server_of = {gpu.name: gpu.server for gpu in topology.gpus + topology.nics}
+    fabric_of = _fabric_of(topology)
     by_id: dict[str, FlowSpec] = {}
     origin: dict[str, str] = {}
     for index, flow in enumerate(scenario.flows):
@@ -200,7 +223,7 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
         if flow.id in by_id:
             raise where.error([*path, "id"], f"{flow.id!r} is also the id of {origin[flow.id]}; "
                                              f"flow ids must be unique")
-        _check_flow(flow, scenario, where, path, server_of)
+        _check_flow(flow, scenario, where, path, server_of, fabric_of=fabric_of)
         by_id[flow.id] = flow
         origin[flow.id] = f"workload.flows[{index}]"
     # generators and collectives make flows: their ids are unique in their
@@ -230,7 +253,8 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
                     raise where.error([*path, "id"] if "id" in _given(where, path) else path, (
                         f"makes flow {flow.id!r}, which is also the id of {origin[flow.id]}; "
                         f"give this {kind} another id"))
-                _check_flow(flow, scenario, where, flow_path(item, path), server_of, path)
+                _check_flow(flow, scenario, where, flow_path(item, path), server_of, path,
+                            fabric_of=fabric_of)
                 by_id[flow.id] = flow
                 origin[flow.id] = f"workload.{section}[{index}]"
     if not by_id:

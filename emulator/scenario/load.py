@@ -100,7 +100,7 @@ def offered_load(scenario: Scenario) -> Load:
     frame_bits = scenario.hosts.frame_bytes * 8
     link_rate = _link_rates(scenario)
     host = _host_rate(scenario)
-    server_of = {gpu.name: gpu.server for gpu in topo.gpus}
+    server_of = {gpu.name: gpu.server for gpu in topo.gpus + topo.nics}
     flows = _flows(scenario)
     load = Load(frame_bytes=scenario.hosts.frame_bytes)
     times = sorted({f.start_s for f in flows} | {f.end_s for f in flows})

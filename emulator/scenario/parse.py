@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from emulator.scenario.errors import KeyPath, Where
 from emulator.scenario.names import PatternError, is_pattern, matcher
+from emulator.scenario.storage_traffic import STORAGE_KINDS, storage_pairs
 from emulator.scenario.spec import (
     BEST_EFFORT_PRIORITY,
     DEFAULT_STORM_QUANTA,
@@ -60,7 +61,7 @@ class Context:
     def __init__(self, where: Where, topology: Topology) -> None:
         self.where = where
         self.topology = topology
-        self.server_of = {gpu.name: gpu.server for gpu in topology.gpus}
+        self.server_of = {gpu.name: gpu.server for gpu in topology.gpus + topology.nics}
 
     def unit(self, parse: Callable[[object], T], value: object, path: KeyPath, hint: str) -> T:
         try:
@@ -297,6 +298,15 @@ def generators(ctx: Context, raw: Sequence[Raw],
                 gpu for gpu in senders
                 if gpu not in by_pattern or ctx.server_of[gpu] != ctx.server_of[receiver])
             parts["receiver"] = receiver
+        elif kind in STORAGE_KINDS:
+            gpus = (ctx.gpus(item["gpus"], [*path, "gpus"])[0] if "gpus" in item
+                    else [gpu.name for gpu in ctx.topology.gpus])
+            try:
+                pairs, parts["size_bytes"] = storage_pairs(
+                    kind, ctx.topology, gpus, parts["size_bytes"], item.get("stripe"))
+            except ValueError as exc:
+                raise ctx.where.error(path, str(exc)) from None
+            parts["pairs"] = tuple(pairs)
         elif kind in ("permutation", "all-to-all"):
             if "gpus" in item:
                 parts["gpus"] = tuple(ctx.gpus(item["gpus"], [*path, "gpus"])[0])

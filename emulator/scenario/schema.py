@@ -21,12 +21,14 @@ import jsonschema
 
 from emulator.scenario.errors import Where
 from emulator.scenario.spec import UNLIMITED
+from emulator.scenario.storage_traffic import STORAGE_KINDS
 from emulator.scenario.units import DURATION_HINT, SIZE_HINT, THRESHOLD_HINT
 from emulator.topology.units import RATE_HINT
 
 TARGETS: tuple[str, ...] = ("builtin", "bmv2", "sim")
 OPS: tuple[str, ...] = ("write", "send", "read")
-GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pairs")
+GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pairs",
+                                     *STORAGE_KINDS)
 COLLECTIVE_KINDS: tuple[str, ...] = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                                       "pipeline", "kv-handoff")
 PLACEMENTS: tuple[str, ...] = ("rail-aligned", "rail-unaware")
@@ -191,6 +193,13 @@ GENERATOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "pairs": _list(_PAIR, "a list of [src, dst] pairs, e.g. [[srv0/gpu0, srv1/gpu0]]",
                        min_items=1),
     }, required=("kind", "pairs", "size")),
+    # storage and front-end traffic (emulator.scenario.storage_traffic)
+    **{kind: _obj(f"a {kind} generator", {
+        **_GENERATOR_COMMON, "gpus": _GPU_LIST,
+        **({} if kind in ("requests", "tokens") else {"stripe": _int(
+            1, None, "a whole number >= 1: the storage nodes each GPU's bytes are striped "
+                     "over (e.g. 4)")}),
+    }, required=("kind", "size")) for kind in STORAGE_KINDS},
 }
 
 

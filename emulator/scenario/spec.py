@@ -251,7 +251,8 @@ class GeneratorSpec:
 
     ``kind`` picks what is used: ``incast`` (``senders`` → ``receiver``),
     ``permutation`` and ``all-to-all`` (among ``gpus``), ``pairs``
-    (``pairs``). GPU lists are resolved names in topology order. The n-th
+    (``pairs``); the storage and front-end kinds
+    (:mod:`.storage_traffic`) are resolved to ``pairs`` of NICs. GPU lists are resolved names in topology order. The n-th
     flow made starts at ``start_ns + n * stagger_ns`` and is called
     ``{id}-{n}``.
     """
@@ -278,10 +279,10 @@ class GeneratorSpec:
         if self.kind == "incast":
             data["senders"] = list(self.senders)
             data["receiver"] = self.receiver
-        elif self.kind == "pairs":
-            data["pairs"] = [list(pair) for pair in self.pairs]
-        else:
+        elif self.kind in ("permutation", "all-to-all"):
             data["gpus"] = list(self.gpus)
+        else:  # pairs, and the storage kinds resolved to pairs
+            data["pairs"] = [list(pair) for pair in self.pairs]
         return data
 
 

@@ -35,7 +35,7 @@ def expand_workload(scenario: Scenario) -> list[FlowSpec]:
     """Every flow of the scenario: the written flows, then each generator's,
     then each collective's, in order."""
     flows = list(scenario.flows)
-    server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus}
+    server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus + scenario.topology.nics}
     for index, generator in enumerate(scenario.generators):
         try:
             flows.extend(expand_generator(generator, scenario.seed, server_of))

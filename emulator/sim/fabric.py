@@ -21,8 +21,8 @@ is for a live run, :class:`SimFabric` is for ``--target sim``.
   it are counted and dropped (:class:`Sink`). A port's propagation delay
   is its link end's (:class:`~.links.PortEnd`), not the data plane's.
 - **Order keys** (:mod:`.engine`): a switch's is its index in the topology,
-  a server's agent's comes after every switch's, in the topology's server
-  order; the ends of link *i* (topology order) are 2*i* and 2*i* + 1; the
+  a host's agent's comes after every switch's, in the topology's host
+  order (servers, then storage nodes and clients); the ends of link *i* (topology order) are 2*i* and 2*i* + 1; the
   queue samplers' calls are :data:`SAMPLER_CALL_KEY` + the switch's index.
   All follow from the topology, so they are the same however the fabric is
   split over engines.
@@ -304,7 +304,8 @@ class SimFabric:
         return node
 
     def _server_index(self, server: str) -> int:
-        return next(i for i, s in enumerate(self.topology.servers) if s.name == server)
+        # storage nodes and clients come after the GPU servers (Topology.hosts)
+        return next(i for i, s in enumerate(self.topology.hosts) if s.name == server)
 
     # -- events and captures ----------------------------------------------------------------
     def link(self, a: str, b: str) -> Link:

@@ -146,8 +146,8 @@ def _units(topology: Topology, how: str) -> list[list[str]]:
 def _backend_units(topology: Topology, how: str) -> list[list[str]]:
     kind = topology.spec.kind
     servers_of_switch: dict[str, list[str]] = defaultdict(list)
-    for server in topology.servers:
-        first = topology.gpu(server.gpus[0]).switch
+    for server in topology.hosts:  # storage nodes and clients have NICs, no GPUs
+        first = topology.gpu((server.gpus + server.nics)[0]).switch
         servers_of_switch[first].append(server.name)
     if how == "switch" or kind not in ("fat-tree", "rail-optimized", "leaf-spine"):
         return [[sw.name] + servers_of_switch.get(sw.name, []) for sw in topology.switches]
@@ -160,8 +160,8 @@ def _backend_units(topology: Topology, how: str) -> list[list[str]]:
             groups.setdefault(("leaf", sw.leaf_index), []).append(sw.name)
         else:
             alone.append([sw.name])
-    for server in topology.servers:
-        sw = topology.switch(topology.gpu(server.gpus[0]).switch)
+    for server in topology.hosts:
+        sw = topology.switch(topology.gpu((server.gpus + server.nics)[0]).switch)
         key = ("pod", sw.pod) if kind == "fat-tree" and sw.pod is not None \
             else ("leaf", sw.leaf_index)
         groups[key].append(server.name)
@@ -178,7 +178,7 @@ def _split_heavy(topology: Topology, units: list[list[str]], work: dict[str, flo
 half). Fewer cut links than ``switch``, and ranks
     beyond the pods or leaf groups still get a share."""
     share = sum(work.values()) / ranks
-    servers = {s.name: {topology.gpu(g).switch for g in s.gpus} for s in topology.servers}
+    servers = {s.name: {topology.gpu(g).switch for g in s.gpus + s.nics} for s in topology.hosts}
     out: list[list[str]] = []
     todo = list(units)
     while todo:
@@ -206,7 +206,7 @@ def _from_file(path: Path, topology: Topology, ranks: int) -> dict[str, int]:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise PartitionError(f"{path}: cannot read the partition: {exc}") from None
-    names = [sw.name for sw in topology.switches] + [s.name for s in topology.servers]
+    names = [sw.name for sw in topology.switches] + [s.name for s in topology.hosts]
     known = set(names)
     rank_of: dict[str, int] = {}
     if not isinstance(data, dict) or not data:
@@ -285,7 +285,7 @@ def partition(topology: Topology, ranks: int, flows: Iterable[FlowLoad] = (),
             cut.append(name)
             lookahead = min(lookahead, link.delay_ns / 1e9)
     return Partition(ranks, rank_of, loads, cut, lookahead, how_text,
-                     frozenset(s.name for s in topology.servers))
+                     frozenset(s.name for s in topology.hosts))
 
 
 def flow_loads(topology: Topology, flows: Iterable[Any], mtu_bytes: int,

@@ -8,7 +8,8 @@ public API:
 - :data:`GENERATORS` by kind (:mod:`.generators`), :func:`build_topology`;
 - the model :class:`Topology`, :class:`Gpu`, :class:`Switch`, :class:`Port`,
   :class:`Link`, :class:`Server` and :func:`counts` (:mod:`.model`);
-- the addressing plan (:mod:`.addressing`);
+- the addressing plan (:mod:`.addressing`); front-end and storage
+  fabrics (keys in :mod:`.side_spec`, wiring in :mod:`.networks`);
 - :func:`scale_up_tier`, the scale-up switches and links of a topology with
   ``scale_up`` (:mod:`.scale_up`);
 - :func:`routing_plan`, :func:`lookup`, :func:`paths`, :func:`routed_paths`

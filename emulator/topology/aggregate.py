@@ -5,9 +5,11 @@ A thousand-GPU fabric drawn node by node is tens of thousands of pixels wide
 with unreadable labels; drawn as blocks (a pod's edge switches, a rail's
 leaves, the spines, the servers under one pod or one group of leaves) joined
 by one line per bundle it fits a screen. Which block a node falls in comes
-from one function, :func:`group_of`: today it keys on pods (fat-tree), rails
-(rail-optimized) and leaf groups; tags the model may carry later (network,
-site, scale-up domain) become more parts of the same key.
+from one function, :func:`group_of`: it keys on pods (fat-tree), rails
+(rail-optimized) and leaf groups, then on the site (each site's blocks side
+by side, named ``s0 ...``, border switches in a row on top) and the network
+(storage nodes and clients right of the servers; front-end and storage
+fabrics in rows below the servers, numbered -1 (leaves) and -2 (spines)).
 
 A row holds at most :data:`MAX_BLOCKS_PER_ROW` blocks: where a tier has more
 natural groups (many ToRs, many leaves per rail), neighbouring ones share a
@@ -19,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from emulator.topology.layout import SCALE_UP_ROLE, below_rows
 from emulator.topology.model import Server, Topology
 
 MAX_BLOCKS_PER_ROW = 16
@@ -58,6 +61,7 @@ class Bundle:
     high: GroupKey
     kind: str  # "host" or "fabric"
     links: tuple[tuple[str, int], ...]
+    network: str = "backend"  # its links' network (Link.network)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,10 @@ class Aggregation:
     groups: tuple[Group, ...]  # by row, then order
     bundles: tuple[Bundle, ...]  # by the rows and orders of their ends
     row_names: tuple[str, ...]  # bottom to top
+    first_row: int = 0  # the row of row_names[0] (below 0 with front-end or storage fabrics)
+
+    def row_name(self, row: int) -> str:
+        return self.row_names[row - self.first_row]
 
 
 def _span(first: int, last: int) -> str:
@@ -77,11 +85,24 @@ def _chunk(count: int) -> int:
     return max(1, math.ceil(count / MAX_BLOCKS_PER_ROW))
 
 
+# Blocks of site s take orders from s * SITE_ORDERS in every row.
+SITE_ORDERS = 1000
+
+
+def _side_rows(topology: Topology) -> tuple[str, ...]:
+    """Names of the rows below the servers, bottom to top (:func:`below_rows`)."""
+    return tuple(name for name, _ in reversed(below_rows(topology)))
+
+
 def row_names(topology: Topology) -> tuple[str, ...]:
     if topology.kind == "fat-tree":
-        return ("servers", "edge", "aggregation", "core")
-    return ("servers", "leaves" if topology.kind == "rail-optimized" else "ToR leaves",
-            "spines")
+        names: tuple[str, ...] = ("servers", "edge", "aggregation", "core")
+    else:
+        names = ("servers", "leaves" if topology.kind == "rail-optimized" else "ToR leaves",
+                 "spines")
+    if topology.spec.sites is not None:
+        names += ("border",)
+    return _side_rows(topology) + names
 
 
 def _pods(pod: int, chunk: int, pods: int) -> str:
@@ -93,18 +114,46 @@ def _pods(pod: int, chunk: int, pods: int) -> str:
 
 
 def _server(topology: Topology, node: str) -> Server | None:
-    """The server called ``node`` (``srv{s}``), or None for a switch."""
+    """The host called ``node`` (``srv{s}``, ``stor{i}``, ``cli{i}``), or None for a switch."""
     if node.startswith("srv") and node[3:].isdigit() and int(node[3:]) < len(topology.servers):
         return topology.servers[int(node[3:])]
+    if node.startswith(("stor", "cli")):
+        return topology.host(node)
     return None
 
 
 def group_of(topology: Topology, node: str) -> GroupKey:
-    """The block a server or switch is drawn in (module docstring)."""
-    spec = topology.spec
+    """The block a host or switch is drawn in (module docstring)."""
     server = _server(topology, node)
+    site = (server.site if server is not None else topology.switch(node).site) or 0
+    key = _site_group(topology, node, server)
+    if topology.spec.sites is None:
+        return key
+    return GroupKey(key.row, site * SITE_ORDERS + key.order, f"s{site} {key.label}", key.rail)
+
+
+def _site_group(topology: Topology, node: str, server: Server | None) -> GroupKey:
+    """The block of ``node`` inside its site (``group_of`` adds the site)."""
+    spec = topology.spec
+    sites = spec.site_count
+    if server is not None and server.role != "gpu":
+        words = "storage nodes" if server.role == "storage" else "clients"
+        return GroupKey(0, SITE_ORDERS - (2 if server.role == "storage" else 1), words)
+    switch = topology.switch(node) if server is None else None
+    if switch is not None:
+        for below, (_, test) in enumerate(below_rows(topology)):
+            if test(switch):
+                if switch.role == SCALE_UP_ROLE:
+                    return GroupKey(-1 - below, 0, "scale-up switches")
+                return GroupKey(-1 - below, 0 if switch.network == "front-end" else 1,
+                                f"{switch.network} "
+                                f"{'leaves' if switch.tier == 1 else 'spines'}")
+    if switch is not None and switch.role == "border":
+        return GroupKey(len(row_names(topology)) - len(_side_rows(topology)) - 1, 0, "border")
+    if switch is not None and switch.rail is not None and switch.rail >= 100:
+        return GroupKey(1, SITE_ORDERS - 1, "storage leaves")
     if topology.kind == "fat-tree":
-        chunk = _chunk(spec.k or 2)
+        chunk = _chunk((spec.k or 2) * sites)
         if server is not None:
             pod = server.pod or 0
             return GroupKey(0, pod // chunk, f"{_pods(pod, chunk, spec.k or 2)} servers")
@@ -115,19 +164,20 @@ def group_of(topology: Topology, node: str) -> GroupKey:
         return GroupKey(switch.tier, pod // chunk, f"{_pods(pod, chunk, spec.k or 2)} "
                         f"{'edge' if switch.role == 'edge' else 'agg'}")
     leaves_per_rail = math.ceil(spec.servers / spec.servers_per_leaf)
-    chunk = _chunk(leaves_per_rail)
+    chunk = _chunk(leaves_per_rail * sites)
     if server is not None:
-        block = server.index // spec.servers_per_leaf // chunk
+        offset = server.index - server.index % spec.servers  # the site's first server
+        block = server.index % spec.servers // spec.servers_per_leaf // chunk
         first = block * chunk * spec.servers_per_leaf
         last = min((block + 1) * chunk * spec.servers_per_leaf, spec.servers) - 1
-        return GroupKey(0, block, f"srv{_span(first, last)}")
+        return GroupKey(0, block, f"srv{_span(offset + first, offset + last)}")
     switch = topology.switch(node)
     if switch.role != "leaf":
         return GroupKey(2, 0, "spines")
     if topology.kind == "rail-optimized":
         rail = switch.rail or 0
         return GroupKey(1, rail, f"rail {rail} leaves", rail)
-    block = (switch.leaf_index or 0) // chunk
+    block = (switch.leaf_index or 0) % leaves_per_rail // chunk
     last = min((block + 1) * chunk, leaves_per_rail) - 1
     return GroupKey(1, block, f"tor{_span(block * chunk, last)}")
 
@@ -136,26 +186,29 @@ def aggregate(topology: Topology) -> Aggregation:
     """Every node's group and every bundle of ``topology``."""
     by_key: dict[GroupKey, list[str]] = {}
     key_of: dict[str, GroupKey] = {}
-    for name in [s.name for s in topology.servers] + [s.name for s in topology.switches]:
+    for name in [s.name for s in topology.hosts] + [s.name for s in topology.switches]:
         key_of[name] = group_of(topology, name)
         by_key.setdefault(key_of[name], []).append(name)
     bundles: dict[tuple[GroupKey, GroupKey, str], list[tuple[str, int]]] = {}
+    network_of: dict[tuple[GroupKey, GroupKey, str], str] = {}
     for link in topology.links:
         low, high = key_of[link.node_a], key_of[link.node_b]
         if (low.row, low.order) > (high.row, high.order):
             low, high = high, low
         bundles.setdefault((low, high, link.kind), []).append((link.node_a, link.port_a))
+        network_of.setdefault((low, high, link.kind), link.network)
     order = sorted(by_key, key=lambda k: (k.row, k.order))
     return Aggregation(
         tuple(Group(k, tuple(by_key[k])) for k in order),
-        tuple(Bundle(low, high, kind, tuple(links)) for (low, high, kind), links in sorted(
+        tuple(Bundle(low, high, kind, tuple(links), network_of[(low, high, kind)])
+              for (low, high, kind), links in sorted(
             bundles.items(), key=lambda item: (item[0][0].row, item[0][0].order,
                                                item[0][1].row, item[0][1].order))),
-        row_names(topology))
+        row_names(topology), -len(_side_rows(topology)))
 
 
 def node_count(topology: Topology) -> int:
-    return len(topology.servers) + len(topology.switches)
+    return len(topology.hosts) + len(topology.switches)
 
 
 def aggregated(topology: Topology, mode: str = "auto") -> bool:

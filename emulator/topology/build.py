@@ -17,6 +17,8 @@ from emulator.topology import addressing, scale_up
 from emulator.topology.generators import GENERATORS, Attachment, SwitchPlan, Wiring, with_sites
 from emulator.topology.model import Gpu, Link, Port, Server, Switch, Topology
 from emulator.topology.spec import TopologySpec
+# front-end and storage fabrics: after the backend's switches, hosts and ports
+from emulator.topology.networks import NicAttachment, SideWiring, side_wiring
 
 
 @dataclass(frozen=True)
@@ -30,14 +32,18 @@ def _gpu_name(server: int, gpu: int) -> str:
     return f"srv{server}/gpu{gpu}"
 
 
-def _port_plans(wiring: Wiring) -> dict[str, list[_PortPlan]]:
-    plans: dict[str, list[_PortPlan]] = {switch.name: [] for switch in wiring.switches}
+def _port_plans(wiring: Wiring, side: SideWiring) -> dict[str, list[_PortPlan]]:
+    plans: dict[str, list[_PortPlan]] = {switch.name: []
+                                         for switch in wiring.switches + side.switches}
     for attachment in sorted(wiring.attachments, key=lambda a: (a.server, a.gpu)):
         plans[attachment.switch].append(
             _PortPlan(_gpu_name(attachment.server, attachment.gpu), "host", "down"))
-    for lower, upper in wiring.fabric_links:
+    for nic in side.attachments:
+        plans[nic.switch].append(_PortPlan(nic.nic, "host", "down"))
+    uplinks = list(wiring.fabric_links) + [(link.lower, link.upper) for link in side.links]
+    for lower, upper in uplinks:
         plans[upper].append(_PortPlan(lower, "fabric", "down"))
-    for lower, upper in wiring.fabric_links:
+    for lower, upper in uplinks:
         plans[lower].append(_PortPlan(upper, "fabric", "up"))
     # DCI ports come last on a border switch, in site order of the far end
     for a, z in wiring.dci_links:
@@ -69,12 +75,30 @@ def _gpu(attachment: Attachment, leaf: SwitchPlan, leaf_port: int, leaf_index: i
     )
 
 
+def _nic(attachment: NicAttachment, leaf: SwitchPlan, leaf_port: int, leaf_index: int,
+         server_index: int) -> Gpu:
+    """A front-end or storage NIC (:mod:`.networks`), addressed as a GPU's NIC is."""
+    if leaf.rail is None or leaf.leaf_index is None:
+        raise ValueError(f"switch {leaf.name} takes hosts but has no plane or leaf index")
+    ip = addressing.nic_ip(leaf.rail, leaf.leaf_index, leaf_port)
+    return Gpu(
+        name=attachment.nic, server=attachment.host, server_index=server_index,
+        index=attachment.index, rail=leaf.rail, nic=f"eth{attachment.index}",
+        intf=addressing.host_intf(attachment.host, attachment.index), ip=ip,
+        prefix_len=addressing.LEAF_PREFIX_LEN, mac=addressing.nic_mac(ip),
+        gateway_ip=addressing.gateway_ip(leaf.rail, leaf.leaf_index),
+        gateway_mac=addressing.switch_port_mac(leaf_index, leaf_port),
+        switch=leaf.name, switch_port=leaf_port, network=attachment.network)
+
+
 def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology:
     """Build the topology ``spec`` describes (wired by its kind's generator by default)."""
     wiring = wiring or with_sites(spec, GENERATORS[spec.kind](spec))
-    index_of = {plan.name: i for i, plan in enumerate(wiring.switches)}
-    plan_of = {plan.name: plan for plan in wiring.switches}
-    port_plans = _port_plans(wiring)
+    side = side_wiring(spec, wiring)
+    all_plans = wiring.switches + side.switches
+    index_of = {plan.name: i for i, plan in enumerate(all_plans)}
+    plan_of = {plan.name: plan for plan in all_plans}
+    port_plans = _port_plans(wiring, side)
     # (switch, peer) -> port number; unique because two nodes share at most one link.
     port_of = {(name, plan.peer): n
                for name, plans in port_plans.items()
@@ -85,10 +109,15 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
         leaf_port = port_of[(attachment.switch, _gpu_name(attachment.server, attachment.gpu))]
         gpus.append(_gpu(attachment, plan_of[attachment.switch], leaf_port,
                          index_of[attachment.switch]))
-    gpu_of = {gpu.name: gpu for gpu in gpus}
+    host_index = {f"srv{s}": s for s in range(len(wiring.server_pods))}
+    host_index.update({host.name: len(wiring.server_pods) + i
+                       for i, host in enumerate(side.hosts)})
+    nics = [_nic(att, plan_of[att.switch], port_of[(att.switch, att.nic)],
+                 index_of[att.switch], host_index[att.host]) for att in side.attachments]
+    gpu_of = {gpu.name: gpu for gpu in gpus + nics}
 
     switches = []
-    for plan in wiring.switches:
+    for plan in all_plans:
         index = index_of[plan.name]
         ports = []
         for number, port_plan in enumerate(port_plans[plan.name], start=1):
@@ -122,14 +151,18 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
             prefix=addressing.leaf_prefix(plan.rail, plan.leaf_index) if owns_prefix else None,
             gateway_ip=addressing.gateway_ip(plan.rail, plan.leaf_index) if owns_prefix else None,
             ports=tuple(ports),
+            network=plan.network,
         ))
 
     servers = tuple(
         Server(name=f"srv{s}", index=s,
                gpus=tuple(_gpu_name(s, r) for r in range(spec.gpus_per_server)), pod=pod,
-               site=wiring.server_sites[s] if wiring.server_sites else None)
+               site=wiring.server_sites[s] if wiring.server_sites else None,
+               nics=side.server_nics.get(s, ()))
         for s, pod in enumerate(wiring.server_pods)
     )
+    others = tuple(Server(name=host.name, index=host_index[host.name], gpus=(), site=host.site,
+                          nics=host.nics, role=host.role) for host in side.hosts)
     links = [
         Link(node_a=gpu.server, port_a=gpu.index, node_b=gpu.switch, port_b=gpu.switch_port,
              rate_bps=spec.host_link.rate_bps, delay_ns=spec.host_link.delay_ns,
@@ -149,15 +182,29 @@ def build_topology(spec: TopologySpec, wiring: Wiring | None = None) -> Topology
                  rate_bps=dci.rate_bps, delay_ns=dci.delay_ns, kind="fabric", network="dci")
             for a, z in wiring.dci_links
         ]
+    links += [
+        Link(node_a=nic.server, port_a=nic.index, node_b=nic.switch, port_b=nic.switch_port,
+             rate_bps=att.link.rate_bps, delay_ns=att.link.delay_ns, kind="host", gpu=nic.name,
+             network=att.network)
+        for nic, att in zip(nics, side.attachments)
+    ]
+    links += [
+        Link(node_a=link.lower, port_a=port_of[(link.lower, link.upper)], node_b=link.upper,
+             port_b=port_of[(link.upper, link.lower)], rate_bps=link.link.rate_bps,
+             delay_ns=link.link.delay_ns, kind="fabric", network=link.network)
+        for link in side.links
+    ]
     return Topology(spec=spec, servers=servers, gpus=tuple(gpus), switches=tuple(switches),
-                    links=tuple(links), graph=_graph(gpus, switches, links),
-                    domains=scale_up.domains(spec, servers, len(switches)))
+                    links=tuple(links), graph=_graph(gpus + nics, switches, links),
+                    domains=scale_up.domains(spec, servers, len(switches)),
+                    nics=tuple(nics), others=others)
 
 
 def _graph(gpus: list[Gpu], switches: list[Switch], links: list[Link]) -> nx.Graph:
     graph = nx.Graph()
     for gpu in gpus:
-        graph.add_node(gpu.name, role="gpu", server=gpu.server, rail=gpu.rail, ip=gpu.ip)
+        graph.add_node(gpu.name, role="gpu" if gpu.network == "backend" else "nic",
+                       server=gpu.server, rail=gpu.rail, ip=gpu.ip)
     for switch in switches:
         graph.add_node(switch.name, role=switch.role, tier=switch.tier, rail=switch.rail)
     for link in links:

@@ -28,7 +28,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import FancyBboxPatch, Patch
+from matplotlib.patches import FancyBboxPatch, Patch, PathPatch
+from matplotlib.path import Path
 
 from emulator.topology.aggregate import aggregated
 from emulator.topology.draw_blocks import draw_blocks
@@ -37,10 +38,11 @@ from emulator.topology.draw_style import (
     AGG_COLOUR, BOTTOM_MARGIN_IN, COLOURBAR_MARGIN_IN, DPI, FABRIC_LINK_COLOUR, HEADING_IN,
     IDLE_LINK_COLOUR, LEFT_MARGIN_IN, LEGEND_COLUMNS, LEGEND_ROW_IN, MUTED_COLOUR,
     RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
-    free_spot, rail_colours, title, value_colours,
+    NETWORK_COLOURS, free_spot, rail_colours, title, value_colours,
 )
-from emulator.topology.layout import SERVER_HEIGHT_IN, Box, layout_topology
-from emulator.topology.model import Switch, Topology
+from emulator.topology.layout import DCI_RISE_IN, SCALE_UP_ROLE, Box, layout_topology
+from emulator.topology.model import Link, Switch, Topology
+from emulator.topology.networks import STORAGE_PLANE
 
 # Agg draws at most 2**16 pixels a side: 436 inches at 150 dpi.
 MAX_DETAIL_WIDTH_IN = 400.0
@@ -84,6 +86,13 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
 
     if topology.kind == "fat-tree":
         _draw_pods(axes, topology, boxes)
+    for label, frame in place.sites:
+        axes.add_patch(FancyBboxPatch(
+            (frame.x - frame.width / 2, frame.bottom), frame.width, frame.height,
+            boxstyle="round,pad=0,rounding_size=0.1", facecolor="#fbfcfd", edgecolor="#cbd5e1",
+            linewidth=0.9, linestyle="--", zorder=0))
+        axes.text(frame.x - frame.width / 2 + 0.08, frame.top - 0.06, label, ha="left",
+                  va="top", fontsize=7.5, color="#64748b", zorder=0.5)
     if values is None:
         _draw_links(axes, topology, nic_xy, boxes, colours)
     else:
@@ -93,21 +102,27 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
             (box.x - box.width / 2, box.bottom), box.width, box.height,
             boxstyle="round,pad=0,rounding_size=0.06", facecolor="#f3f4f6",
             edgecolor=MUTED_COLOUR, linewidth=0.8, zorder=2))
-        axes.text(box.x, box.height * 0.27, name, ha="center", va="center", fontsize=6.5,
+        host = topology.host(name)
+        # the name sits clear of the NIC dots: GPUs' along the top, others' along the bottom
+        shift = (0.0 if host.gpus and host.nics else 0.23 if host.nics else -0.23)
+        axes.text(box.x, box.y + box.height * shift, name, ha="center", va="center", fontsize=6.5,
                   color=TEXT_COLOUR, zorder=3)
     axes.scatter([xy[0] for xy in nic_xy.values()], [xy[1] for xy in nic_xy.values()],
-                 s=16, c=[colours[topology.gpu(name).index] for name in nic_xy],
+                 s=16, c=[_nic_colour(topology, name, colours) for name in nic_xy],
                  edgecolors="white", linewidths=0.4, zorder=4)
     for switch in topology.switches:
         _draw_switch(axes, switch, boxes[switch.name], colours, topology.kind)
 
-    for name, y in [("servers", SERVER_HEIGHT_IN / 2), *zip(place.tier_names, tier_y)]:
+    for name, y in [("servers", place.server_y), *zip(place.tier_names, tier_y)]:
         axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=MUTED_COLOUR,
                   style="italic", clip_on=False)
 
     rails = topology.kind == "rail-optimized"
     handles = [Patch(facecolor=colour, edgecolor="none", label=f"{'rail' if rails else 'GPU'} {r}")
                for r, colour in enumerate(colours)]
+    handles += [Patch(facecolor=NETWORK_COLOURS[network], edgecolor="none", label=network)
+                for network in ("scale-up", "front-end", "storage", "dci")
+                if any(link.network == network for link in topology.links)]
     legend = figure.legend(
         handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
         ncol=min(len(handles), LEGEND_COLUMNS), fontsize=7, frameon=False, handlelength=1.2,
@@ -125,20 +140,50 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     figure.savefig(path, dpi=DPI)
 
 
+def _nic_colour(topology: Topology, name: str,
+                colours: list[tuple[float, float, float, float]]) -> object:
+    nic = topology.gpu(name)
+    return colours[nic.index] if nic.network == "backend" and name in topology.host(
+        nic.server).gpus else NETWORK_COLOURS[nic.network]
+
+
+def _ends(link: Link, nic_xy: dict[str, tuple[float, float]],
+          boxes: dict[str, Box]) -> tuple[float, float, float, float]:
+    """Where a link's line starts and ends: from the facing edges of its boxes."""
+    high = boxes[link.node_b]
+    if link.gpu is not None:
+        x0, y0 = nic_xy[link.gpu]
+    else:
+        low = boxes[link.node_a]
+        x0, y0 = low.x, (low.top if low.y < high.y else low.bottom)
+    return x0, y0, high.x, (high.bottom if y0 < high.y else high.top)
+
+
+def _dci_path(x0: float, y0: float, x1: float, y1: float) -> Path:
+    """A DCI link: an arc over the gap between two sites' border switches."""
+    rise = min(0.35 + 0.04 * abs(x1 - x0), DCI_RISE_IN)
+    return Path([(x0, y0), ((x0 + x1) / 2, max(y0, y1) + rise), (x1, y1)],
+                [Path.MOVETO, Path.CURVE3, Path.CURVE3])
+
+
 def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
                 boxes: dict[str, Box], colours: list[tuple[float, float, float, float]]
                 ) -> None:
     for link in topology.links:
+        if link.network == "dci":
+            a, b = boxes[link.node_a], boxes[link.node_b]
+            axes.add_patch(PathPatch(_dci_path(a.x, a.top, b.x, b.top), facecolor="none",
+                                     edgecolor=NETWORK_COLOURS["dci"], linewidth=1.4, zorder=1))
+            continue
+        x0, y0, x1, y1 = _ends(link, nic_xy, boxes)
         if link.gpu is not None:
-            gpu = topology.gpu(link.gpu)
-            x0, y0 = nic_xy[gpu.name]
-            leaf = boxes[link.node_b]
-            axes.add_line(Line2D([x0, leaf.x], [y0, leaf.bottom], color=colours[gpu.index],
+            axes.add_line(Line2D([x0, x1], [y0, y1],
+                                 color=_nic_colour(topology, link.gpu, colours),
                                  linewidth=0.9, alpha=0.8, zorder=2.5))
         else:
-            low, high = boxes[link.node_a], boxes[link.node_b]
-            axes.add_line(Line2D([low.x, high.x], [low.top, high.bottom],
-                                 color=FABRIC_LINK_COLOUR, linewidth=0.8, zorder=1))
+            colour = (FABRIC_LINK_COLOUR if link.network == "backend"
+                      else NETWORK_COLOURS[link.network])
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=colour, linewidth=0.8, zorder=1))
 
 
 def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
@@ -149,13 +194,18 @@ def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[fl
     for link in topology.links:
         key = (link.node_a, link.port_a)
         value = min(max(float(values.values.get(key, 0.0)), 0.0), 1.0)
-        if link.gpu is not None:
-            (x0, y0), leaf = nic_xy[link.gpu], boxes[link.node_b]
-            x1, y1, base_z = leaf.x, leaf.bottom, 2.5
-        else:
-            low, high = boxes[link.node_a], boxes[link.node_b]
-            x0, y0, x1, y1, base_z = low.x, low.top, high.x, high.bottom, 1.0
-        if value > 0:
+        x0, y0, x1, y1 = _ends(link, nic_xy, boxes)
+        base_z = 2.5 if link.gpu is not None else 1.0
+        if link.network == "dci":
+            a, b = boxes[link.node_a], boxes[link.node_b]
+            dashed = value <= 0
+            axes.add_patch(PathPatch(
+                _dci_path(a.x, a.top, b.x, b.top), facecolor="none",
+                edgecolor=IDLE_LINK_COLOUR if dashed else cmap(value),
+                linewidth=0.6 if dashed else low_w + (high_w - low_w) * value,
+                linestyle=(0, (3, 2)) if dashed else "-", zorder=1))
+            x0, y0, x1, y1 = a.x, a.top, b.x, b.top
+        elif value > 0:
             axes.add_line(Line2D([x0, x1], [y0, y1], color=cmap(value),
                                  linewidth=low_w + (high_w - low_w) * value,
                                  solid_capstyle="butt", zorder=base_z + 0.4 * value))
@@ -177,11 +227,19 @@ def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[fl
 
 def _draw_switch(axes: Axes, switch: Switch, box: Box,
                  colours: list[tuple[float, float, float, float]], kind: str) -> None:
-    if switch.role == "leaf" and kind == "rail-optimized" and switch.rail is not None:
+    if (switch.role == "leaf" and kind == "rail-optimized" and switch.rail is not None
+            and switch.rail < len(colours)):
         colour = colours[switch.rail]
         face: object = (*colour[:3], 0.2)
         edge: object = colour
         text_colour = TEXT_COLOUR
+    elif (switch.network != "backend" or switch.role in ("border", SCALE_UP_ROLE)
+          or switch.rail == STORAGE_PLANE):
+        colour = NETWORK_COLOURS["dci" if switch.role == "border" else
+                                 "scale-up" if switch.role == SCALE_UP_ROLE else
+                                 "storage" if switch.rail == STORAGE_PLANE else switch.network]
+        face, edge = (colour, colour) if switch.tier > 1 else ("#f1f5f9", colour)
+        text_colour = "white" if switch.tier > 1 else TEXT_COLOUR
     elif switch.role in ("leaf", "edge"):
         face, edge, text_colour = "#e5e7eb", "#4b5563", TEXT_COLOUR
     elif switch.role == "agg":
@@ -205,9 +263,10 @@ def _draw_switch(axes: Axes, switch: Switch, box: Box,
 
 def _draw_pods(axes: Axes, topology: Topology, boxes: dict[str, Box]) -> None:
     """A faint frame around each pod's edge and aggregation switches."""
-    pods = sorted({s.pod for s in topology.switches if s.pod is not None})
-    for pod in pods:
-        members = [boxes[s.name] for s in topology.switches if s.pod == pod]
+    pods = sorted({(s.site or 0, s.pod) for s in topology.switches if s.pod is not None})
+    for site, pod in pods:  # each site has its own pods
+        members = [boxes[s.name] for s in topology.switches
+                   if s.pod == pod and (s.site or 0) == site]
         left = min(b.x - b.width / 2 for b in members) - 0.06
         right = max(b.x + b.width / 2 for b in members) + 0.06
         bottom = min(b.bottom for b in members) - 0.08

@@ -20,7 +20,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import FancyBboxPatch, Patch
+from matplotlib.patches import FancyBboxPatch, Patch, PathPatch
+from matplotlib.path import Path
 
 from emulator.topology.aggregate import Aggregation, Bundle, Group, GroupKey, aggregate
 from emulator.topology.draw_style import (
@@ -28,7 +29,7 @@ from emulator.topology.draw_style import (
     AGG_COLOUR, BOTTOM_MARGIN_IN, COLOURBAR_MARGIN_IN, DPI, FABRIC_LINK_COLOUR, HEADING_IN,
     IDLE_LINK_COLOUR, LEFT_MARGIN_IN, LEGEND_COLUMNS, LEGEND_ROW_IN, MUTED_COLOUR,
     RIGHT_MARGIN_IN, SPINE_COLOUR, TEXT_COLOUR, TOP_MARGIN_IN, VALUE_WIDTH_PT, LinkValues,
-    free_spot, rail_colours, title, value_colours,
+    NETWORK_COLOURS, free_spot, rail_colours, title, value_colours,
 )
 from emulator.topology.layout import Box
 from emulator.topology.model import Topology
@@ -49,15 +50,20 @@ def block_layout(agg: Aggregation) -> tuple[float, float, dict[GroupKey, Box], l
     for group in agg.groups:
         rows.setdefault(group.key.row, []).append(group)
     width = max(MIN_WIDTH_IN, max(len(r) for r in rows.values()) * BLOCK_PITCH_IN)
-    row_y = [BLOCK_HEIGHT_IN / 2 + (HOST_GAP_IN if row else 0.0)
-             + FABRIC_GAP_IN * max(row - 1, 0) for row in range(len(agg.row_names))]
+    row_y: list[float] = []
+    for row in range(agg.first_row, agg.first_row + len(agg.row_names)):
+        gap = HOST_GAP_IN if row == 1 else FABRIC_GAP_IN
+        row_y.append(row_y[-1] + gap if row_y else BLOCK_HEIGHT_IN / 2)
     boxes: dict[GroupKey, Box] = {}
     for row, groups in rows.items():
         pitch = width / len(groups)
         for i, group in enumerate(groups):
-            boxes[group.key] = Box((i + 0.5) * pitch, row_y[row],
+            boxes[group.key] = Box((i + 0.5) * pitch, row_y[row - agg.first_row],
                                    min(BLOCK_WIDTH_IN, 0.86 * pitch), BLOCK_HEIGHT_IN)
-    return width, row_y[-1] + BLOCK_HEIGHT_IN / 2 + 0.05, boxes, row_y
+    # DCI bundles arc over the top row
+    top = row_y[-1] + BLOCK_HEIGHT_IN / 2 + (0.6 if any(
+        b.low.row == b.high.row for b in agg.bundles) else 0.05)
+    return width, top, boxes, row_y
 
 
 def _ends(agg: Aggregation, boxes: dict[GroupKey, Box]) -> dict[int, tuple[float, float]]:
@@ -66,8 +72,10 @@ def _ends(agg: Aggregation, boxes: dict[GroupKey, Box]) -> dict[int, tuple[float
     start on top of each other."""
     at: dict[tuple[GroupKey, str], list[tuple[float, int]]] = {}
     for i, bundle in enumerate(agg.bundles):
+        level = bundle.low.row == bundle.high.row  # a DCI bundle leaves both boxes on top
         at.setdefault((bundle.low, "top"), []).append((boxes[bundle.high].x, i))
-        at.setdefault((bundle.high, "bottom"), []).append((boxes[bundle.low].x, i))
+        at.setdefault((bundle.high, "top" if level else "bottom"), []).append(
+            (boxes[bundle.low].x, -1 - i if level else i))
     ends: dict[int, list[float]] = {i: [0.0, 0.0] for i in range(len(agg.bundles))}
     for (key, side), others in at.items():
         box = boxes[key]
@@ -75,7 +83,10 @@ def _ends(agg: Aggregation, boxes: dict[GroupKey, Box]) -> dict[int, tuple[float
         span = 0.8 * box.width
         for j, (_, i) in enumerate(others):
             x = box.x if len(others) == 1 else box.x - span / 2 + span * j / (len(others) - 1)
-            ends[i][0 if side == "top" else 1] = x
+            if i < 0:  # the high end of a DCI bundle
+                ends[-1 - i][1] = x
+            else:
+                ends[i][0 if side == "top" else 1] = x
     return {i: (low, high) for i, (low, high) in ends.items()}
 
 
@@ -86,6 +97,10 @@ def bundle_value(bundle: Bundle, values: LinkValues) -> float:
 
 def _member_words(topology: Topology, group: Group) -> str:
     if group.key.row == 0:
+        role = topology.host(group.members[0]).role
+        if role != "gpu":
+            nics = sum(len(topology.host(m).nics) for m in group.members)
+            return f"{len(group.members)} hosts · {nics} NICs"
         gpus = len(group.members) * topology.spec.gpus_per_server
         return f"{len(group.members)} servers · {gpus} GPUs"
     return f"{len(group.members)} switch{'es' if len(group.members) != 1 else ''}"
@@ -98,7 +113,12 @@ def _block_colours(topology: Topology, group: Group,
     if group.key.rail is not None:
         colour = colours[group.key.rail]
         return (*colour[:3], 0.2), colour, TEXT_COLOUR
-    role = topology.switch(group.members[0]).role
+    switch = topology.switch(group.members[0])
+    role = switch.role
+    if switch.network != "backend" or role in ("border", "scale-up"):
+        colour = NETWORK_COLOURS["dci" if role == "border" else
+                                 "scale-up" if role == "scale-up" else switch.network]
+        return (colour, colour, "white") if switch.tier > 1 else ("#f1f5f9", colour, TEXT_COLOUR)
     if role in ("leaf", "edge"):
         return "#e5e7eb", "#4b5563", TEXT_COLOUR
     if role == "agg":
@@ -114,7 +134,9 @@ def _bundle_sizes(agg: Aggregation) -> str:
     parts = []
     for (low, high), counts in sorted(sizes.items()):
         span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
-        parts.append(f"{agg.row_names[low]}–{agg.row_names[high]} {span} links")
+        names = tuple(agg.row_name(row).replace(" /\n", "/").replace("\n", " ")
+                      for row in (low, high))
+        parts.append(f"{names[0]}–{names[1]} {span} links")
     return ", ".join(parts)
 
 
@@ -188,9 +210,23 @@ def _draw_bundles(axes: Axes, agg: Aggregation, boxes: dict[GroupKey, Box],
     for i, bundle in enumerate(agg.bundles):
         x0, x1 = ends[i]
         y0, y1 = boxes[bundle.low].top, boxes[bundle.high].bottom
+        if bundle.low.row == bundle.high.row:  # DCI: an arc between two sites' borders
+            y1 = boxes[bundle.high].top
+            value = bundle_value(bundle, values) if values is not None else 0.0
+            colour = (cmap(value) if values is not None and value > 0
+                      else NETWORK_COLOURS["dci"] if values is None else IDLE_LINK_COLOUR)
+            axes.add_patch(PathPatch(
+                Path([(x0, y0), ((x0 + x1) / 2, y0 + 1.0), (x1, y1)],
+                     [Path.MOVETO, Path.CURVE3, Path.CURVE3]), facecolor="none",
+                edgecolor=colour, linewidth=min(1.0 + len(bundle.links) / 32, 3.0), zorder=1))
+            texts.append((value, f"DCI {len(bundle.links)}" if values is None
+                          else f"max {value * 100:.0f} %", x0, y0 + 0.5, x1, y1 + 0.5))
+            continue
         if values is None:
             colour = (colours[bundle.high.rail] if colours is not None
-                      and bundle.high.rail is not None else FABRIC_LINK_COLOUR)
+                      and bundle.high.rail is not None
+                      else NETWORK_COLOURS[bundle.network] if bundle.network != "backend"
+                      else FABRIC_LINK_COLOUR)
             axes.add_line(Line2D([x0, x1], [y0, y1], color=colour, alpha=0.85, zorder=1,
                                  linewidth=min(1.0 + len(bundle.links) / 32, 3.0)))
             if len(agg.bundles) <= COUNTED_BUNDLES:

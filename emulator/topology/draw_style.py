@@ -32,6 +32,9 @@ IDLE_LINK_COLOUR = "#c4c9d0"
 COLOURBAR_MARGIN_IN = 1.05  # right of the fabric, for the colour bar and its label
 HEADING_IN = 0.16  # one more title line
 VALUE_WIDTH_PT = (0.8, 5.0)  # line width of a link at value 0 and at value 1
+# Links, NICs and switches of the networks other than the backend's rails.
+NETWORK_COLOURS = {"front-end": "#0f766e", "storage": "#b45309", "dci": "#6d28d9",
+                   "backend": "#4d5b6a", "scale-up": "#0369a1"}
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,30 @@ def title(topology: Topology) -> str:
     host, fabric = spec.host_link, spec.fabric_link
     links = (f"host links {format_rate(host.rate_bps)} / {format_delay(host.delay_ns)}, "
              f"fabric links {format_rate(fabric.rate_bps)} / {format_delay(fabric.delay_ns)}")
+    extra = ""
+    if spec.sites is not None:
+        dci = spec.sites.dci_link
+        reach = (f"{spec.sites.distance_m / 1000:g} km" if spec.sites.distance_m is not None
+                 else format_delay(dci.delay_ns))
+        borders = plural(c["border_switches"] // spec.sites.count, "border switch",
+                         "border switches")
+        extra += (f"\n{spec.sites.count} sites x {borders}, {plural(c['dci_links'], 'DCI link')} "
+                  f"{format_rate(dci.rate_bps)} / {reach}")
+    sides = [f"{plural(c[key + '_switches'], 'switch', 'switches')} and "
+             f"{plural(c[key + '_nics'], 'NIC')} on the {network}"
+             for key, network in (("front_end", "front-end"), ("storage", "storage"))
+             if c.get(key + "_switches")]
+    if spec.storage is not None and spec.storage.network != "separate":
+        sides.append(f"{plural(c['storage_nics'], 'storage NIC')} on the "
+                     f"{spec.storage.network}")
+    if sides:
+        extra += "\n" + "; ".join(sides)
+        hosts = [plural(c[key], word) for key, word in (("storage_nodes", "storage node"),
+                                                         ("clients", "client")) if key in c]
+        extra += (" (" + ", ".join(hosts) + ")") if hosts else ""
     return (f"{topology.name} ({topology.kind}): {plural(c['servers'], 'server')}, "
             f"{c['gpus']} GPUs, {switches}\n{links}  ·  {c['host_links']} host links, "
-            f"{c['fabric_links']} fabric links")
+            f"{c['fabric_links']} fabric links{extra}")
 
 
 def value_colours() -> Colormap:

@@ -45,6 +45,7 @@ class SwitchPlan:
     leaf_index: int | None = None  # leaves: their number inside that rail
     pod: int | None = None
     site: int | None = None  # None in a one-site fabric
+    network: str = "backend"  # front-end and storage fabrics: emulator.topology.networks
 
 
 @dataclass(frozen=True)

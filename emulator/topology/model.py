@@ -13,8 +13,11 @@ Conventions the other layers rely on:
 - ``graph`` has one node per GPU NIC and per switch (servers are not nodes, so
   no path runs through a server) and one edge per link.
 - Every link carries the network it belongs to (one of :data:`NETWORKS`), so
-  results and drawings can group by network; the links built today are all on
-  the ``backend`` (scale-out) network. Scale-up domains are listed in
+  results and drawings can group by network: ``backend`` (scale-out),
+  ``dci`` between sites, ``front-end`` and ``storage`` for the fabrics of
+  :mod:`emulator.topology.networks`, whose NICs (``Topology.nics``) and
+  hosts (storage nodes, clients: ``Topology.others``) come after the
+  backend's, so a topology without them is as before. Scale-up domains are listed in
   ``Topology.domains`` (empty without a ``scale_up`` key) with the servers and
   GPUs each holds. :func:`emulator.topology.scale_up.scale_up_tier` adds the
   scale-up tier itself (a ``scale-up`` switch per domain, each GPU's
@@ -68,6 +71,8 @@ class Switch:
     prefix: str | None  # the /24 this leaf or edge switch owns
     gateway_ip: str | None  # virtual gateway address of that prefix
     ports: tuple[Port, ...]
+    # the fabric it belongs to: backend, front-end or storage (a separate storage fabric)
+    network: str = "backend"
 
     def port(self, number: int) -> Port:
         if not 1 <= number <= len(self.ports):
@@ -77,7 +82,14 @@ class Switch:
 
 @dataclass(frozen=True)
 class Gpu:
-    """A GPU and its NIC; addressing is in :mod:`emulator.topology.addressing`."""
+    """A GPU and its NIC; addressing is in :mod:`emulator.topology.addressing`.
+
+    The same record describes every other NIC a flow can start or end at
+    (``network`` front-end or storage, :mod:`emulator.topology.networks`): a
+    server's front-end NIC ``srv{s}/fe{n}`` or storage NIC ``srv{s}/st{n}``,
+    a storage node's ``stor{i}/nic{n}``, a client's ``cli{i}/nic0``; those
+    are in :attr:`Topology.nics`, not :attr:`Topology.gpus`.
+    """
 
     name: str  # srv{s}/gpu{r}
     server: str
@@ -93,15 +105,21 @@ class Gpu:
     gateway_mac: str  # MAC of the switch port this NIC is plugged into
     switch: str
     switch_port: int
+    network: str = "backend"  # the network of the link it is plugged into
 
 
 @dataclass(frozen=True)
 class Server:
+    """A host: a GPU server (``srv{s}``), a storage node (``stor{i}``) or a
+    front-end client (``cli{i}``); ``role`` says which."""
+
     name: str  # srv{s}
     index: int
     gpus: tuple[str, ...]
     pod: int | None = None
     site: int | None = None  # the site (``sites`` key); None in a one-site fabric
+    nics: tuple[str, ...] = ()  # its NICs other than GPUs' (front-end, storage)
+    role: str = "gpu"  # gpu, storage or client
 
 
 @dataclass(frozen=True)
@@ -162,12 +180,16 @@ class Topology:
     links: tuple[Link, ...]
     graph: nx.Graph = field(repr=False)
     domains: tuple[ScaleUpDomain, ...] = ()
+    nics: tuple[Gpu, ...] = ()  # NICs that are not a GPU's (front-end, storage; Gpu's docstring)
+    others: tuple[Server, ...] = ()  # storage nodes and clients
     _gpu_by_name: dict[str, Gpu] = field(init=False, repr=False)
     _switch_by_name: dict[str, Switch] = field(init=False, repr=False)
+    _host_by_name: dict[str, Server] = field(init=False, repr=False)
     _domain_by_gpu: dict[str, ScaleUpDomain] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._gpu_by_name = {gpu.name: gpu for gpu in self.gpus}
+        self._gpu_by_name = {gpu.name: gpu for gpu in self.gpus + self.nics}
+        self._host_by_name = {host.name: host for host in self.hosts}
         self._switch_by_name = {switch.name: switch for switch in self.switches}
         self._domain_by_gpu = {gpu: domain for domain in self.domains for gpu in domain.gpus}
 
@@ -194,14 +216,28 @@ class Topology:
         """Switches hosts plug into: leaves, ToRs or fat-tree edge switches."""
         return tuple(s for s in self.switches if s.role in LEAF_ROLES)
 
+    @property
+    def hosts(self) -> tuple[Server, ...]:
+        """Every host: the GPU servers, then storage nodes and clients."""
+        return self.servers + self.others
+
+    def host(self, name: str) -> Server:
+        found = self._host_by_name.get(name)
+        if found is None:
+            raise TopologyError(f"unknown host {name!r} in topology {self.name}")
+        return found
+
     def gpu(self, name: str) -> Gpu:
-        """The GPU called ``srv{s}/gpu{r}``; a one-line error names the valid range."""
+        """The GPU called ``srv{s}/gpu{r}``, or another NIC (:attr:`nics`) by
+        name; a one-line error names the valid range."""
         found = self._gpu_by_name.get(name)
         if found is None:
+            others = (f"; other NICs are {self.nics[0].name} .. {self.nics[-1].name}"
+                      if self.nics else "")
             raise TopologyError(
                 f"unknown GPU {name!r} in topology {self.name}; use srvS/gpuR with S in "
                 f"0..{len(self.servers) - 1} and R in 0..{self.spec.gpus_per_server - 1} "
-                f"(e.g. srv0/gpu0)"
+                f"(e.g. srv0/gpu0){others}"
             )
         return found
 
@@ -244,10 +280,13 @@ def counts(topology: Topology) -> dict[str, int]:
     ``hosts`` = servers (one Mininet host each). ``leaves`` counts the switches
     hosts plug into (leaf, ToR, edge); ``spines`` the top tier (spine, core);
     ``aggs`` the fat-tree aggregation tier (0 elsewhere). ``rails`` is 1 in
-    designs without rails.
+    designs without rails. Sites, front-end and storage add their counts
+    (``sites``, ``border_switches``, ``dci_links``; ``front_end_switches``,
+    ``front_end_nics``, ``storage_switches``, ``storage_nics``,
+    ``storage_nodes``, ``clients``) only where the topology has them.
     """
-    roles = [switch.role for switch in topology.switches]
-    return {
+    roles = [switch.role for switch in topology.switches if switch.network == "backend"]
+    found = {
         "servers": len(topology.servers),
         "gpus": len(topology.gpus),
         "rails": topology.rails,
@@ -255,7 +294,22 @@ def counts(topology: Topology) -> dict[str, int]:
         "spines": sum(role in ("spine", "core") for role in roles),
         "aggs": roles.count("agg"),
         "switches": len(topology.switches),
-        "hosts": len(topology.servers),
+        "hosts": len(topology.hosts),
         "host_links": sum(link.kind == "host" for link in topology.links),
         "fabric_links": sum(link.kind == "fabric" for link in topology.links),
     }
+    if topology.spec.sites is not None:
+        found["sites"] = topology.spec.sites.count
+        found["border_switches"] = roles.count("border")
+        found["dci_links"] = sum(link.network == "dci" for link in topology.links)
+    for network in ("front-end", "storage"):
+        switches = sum(switch.network == network for switch in topology.switches)
+        nics = sum(nic.network == network for nic in topology.nics)
+        if switches or nics:
+            found[f"{network.replace('-', '_')}_switches"] = switches
+            found[f"{network.replace('-', '_')}_nics"] = nics
+    for role, key in (("storage", "storage_nodes"), ("client", "clients")):
+        hosts = sum(host.role == role for host in topology.others)
+        if hosts:
+            found[key] = hosts
+    return found

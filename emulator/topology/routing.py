@@ -118,7 +118,14 @@ def paths(topology: Topology, src_gpu: str, dst_gpu: str) -> list[list[str]]:
     """Every equal-cost shortest path from one GPU NIC to another, as the
     switches crossed in order (the GPUs themselves left out), sorted."""
     src, dst = _endpoints(topology, src_gpu, dst_gpu)
-    found = [path[1:-1] for path in nx.all_shortest_paths(topology.graph, src, dst)]
+    try:
+        found = [path[1:-1] for path in nx.all_shortest_paths(topology.graph, src, dst)]
+    except nx.NetworkXNoPath:
+        networks = [topology.gpu(name).network for name in (src, dst)]
+        raise TopologyError(
+            f"no path from {src} ({networks[0]}) to {dst} ({networks[1]}): their fabrics have "
+            f"no link between them; a server reaches the front-end and storage through its "
+            f"srvS/feN and srvS/stN NICs") from None
     return sorted(found)
 
 

@@ -21,6 +21,8 @@ is left as it was: routes of the backend never cross a scale-up switch.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from emulator.topology import addressing
 from emulator.topology.model import (
     Link,
@@ -95,6 +97,6 @@ def scale_up_tier(topology: Topology) -> Topology:
              port_b=nic.switch_port, rate_bps=domain.rate_bps,
              delay_ns=domain.hop_latency_ns // 2, kind="host", gpu=nic.gpu, network=NETWORK)
         for domain in topology.domains for nic in domain.nics)
-    return Topology(spec=topology.spec, servers=topology.servers, gpus=topology.gpus,
-                    switches=topology.switches + switches, links=topology.links + links,
-                    graph=topology.graph, domains=topology.domains)
+    # everything else (front-end and storage NICs, storage nodes, clients) kept as built
+    return replace(topology, switches=topology.switches + switches,
+                   links=topology.links + links)

@@ -22,18 +22,28 @@ Keys by kind (see README "Topologies"):
 - Every kind: optional ``sites`` (``count`` >= 2 copies of the fabric the
   other keys describe, ``border_switches`` per site, default 1, and
   ``dci_link`` with ``rate`` and ``delay`` or ``distance``, 5 us per km).
+- Every kind: optional ``front_end`` and ``storage`` (:mod:`.side_spec`):
+  the front-end network, storage nodes and where they sit.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import jsonschema
 
 from emulator.topology.addressing import MAX_GPUS_PER_DOMAIN, MAX_SCALE_UP_DOMAINS
 from emulator.topology.errors import TopologyError
+from emulator.topology.side_spec import (
+    FRONT_END_SCHEMA,
+    STORAGE_SCHEMA,
+    FrontEndSpec,
+    StorageSpec,
+    front_end_spec,
+    storage_spec,
+)
 from emulator.topology.units import (
     DELAY_HINT,
     DISTANCE_HINT,
@@ -140,6 +150,8 @@ _PROPERTIES: dict[str, Any] = {
     "fabric_link": _LINK_SCHEMA,
     "scale_up": _SCALE_UP_SCHEMA,
     "sites": _SITES_SCHEMA,
+    "front_end": FRONT_END_SCHEMA,
+    "storage": STORAGE_SCHEMA,
 }
 
 
@@ -153,16 +165,16 @@ def _object_schema(keys: Sequence[str], required: Sequence[str]) -> dict[str, An
     }
 
 
+_OPTIONAL_TIERS = ("scale_up", "sites", "front_end", "storage")
 _LEAF_SPINE_KEYS = ("name", "kind", "servers", "gpus_per_server", "servers_per_leaf", "spines",
-                    "leaf_ports", "host_link", "fabric_link", "scale_up", "sites")
+                    "leaf_ports", "host_link", "fabric_link", *_OPTIONAL_TIERS)
 _LEAF_SPINE_REQUIRED = tuple(key for key in _LEAF_SPINE_KEYS
-                             if key not in ("leaf_ports", "scale_up", "sites"))
+                             if key not in ("leaf_ports", *_OPTIONAL_TIERS))
 SCHEMAS: dict[str, dict[str, Any]] = {
     "rail-optimized": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "leaf-spine": _object_schema(_LEAF_SPINE_KEYS, _LEAF_SPINE_REQUIRED),
     "fat-tree": _object_schema(
-        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link", "scale_up",
-         "sites"),
+        ("name", "kind", "k", "gpus_per_server", "host_link", "fabric_link", *_OPTIONAL_TIERS),
         ("name", "kind", "k", "host_link", "fabric_link"),
     ),
 }
@@ -248,6 +260,8 @@ class TopologySpec:
     k: int | None = None
     scale_up: ScaleUpSpec | None = None  # None: GPUs of a server meet in zero time
     sites: SitesSpec | None = None  # None: one site, as before the key existed
+    front_end: FrontEndSpec | None = None  # None: no front-end network
+    storage: StorageSpec | None = None  # None: no storage nodes
 
     @property
     def site_count(self) -> int:
@@ -273,6 +287,10 @@ class TopologySpec:
             data["scale_up"] = self.scale_up.to_dict()
         if self.sites is not None:
             data["sites"] = self.sites.to_dict()
+        if self.front_end is not None:
+            data["front_end"] = self.front_end.to_dict()
+        if self.storage is not None:
+            data["storage"] = self.storage.to_dict()
         return data
 
 
@@ -311,6 +329,8 @@ def _mapping_name(path: Sequence[str]) -> str:
     """How messages call the nested mapping at ``path``."""
     if path[0] == "sites":
         return "sites.dci_link" if len(path) > 1 else "sites"
+    if path[0] in ("front_end", "storage"):
+        return path[0] if len(path) == 1 else "a link"
     return "scale_up" if path[0] == "scale_up" else "a link"
 
 
@@ -369,15 +389,19 @@ def _check_schema(data: Mapping[str, Any], kind: str, source: str, lines: KeyLin
 
 
 def _link(data: Mapping[str, Any], key: str, source: str, lines: KeyLines) -> LinkSpec:
-    raw = data[key]
+    return _link_at(data[key], [key], source, lines)
+
+
+def _link_at(raw: Mapping[str, Any], path: Sequence[str], source: str,
+             lines: KeyLines) -> LinkSpec:
     try:
         rate_bps = parse_rate_bps(raw["rate"])
     except ValueError as exc:
-        raise topology_error(source, lines, [key, "rate"], f"{exc}; {RATE_HINT}") from None
+        raise topology_error(source, lines, [*path, "rate"], f"{exc}; {RATE_HINT}") from None
     try:
         delay_ns = parse_delay_ns(raw["delay"])
     except ValueError as exc:
-        raise topology_error(source, lines, [key, "delay"], f"{exc}; {DELAY_HINT}") from None
+        raise topology_error(source, lines, [*path, "delay"], f"{exc}; {DELAY_HINT}") from None
     return LinkSpec(rate_bps=rate_bps, delay_ns=delay_ns)
 
 
@@ -543,5 +567,22 @@ def spec_from_dict(data: object, source: str = "<dict>",
     host_link = _link(data, "host_link", source, lines)
     fabric_link = _link(data, "fabric_link", source, lines)
     if kind == "fat-tree":
-        return _fat_tree_spec(data, host_link, fabric_link, source, lines)
-    return _leaf_spine_spec(data, kind, host_link, fabric_link, source, lines)
+        spec = _fat_tree_spec(data, host_link, fabric_link, source, lines)
+    else:
+        spec = _leaf_spine_spec(data, kind, host_link, fabric_link, source, lines)
+    return replace(spec, **_side_networks(data, spec.servers, source, lines))
+
+
+def _side_networks(data: Mapping[str, Any], servers: int, source: str,
+                   lines: KeyLines) -> dict[str, Any]:
+    """The ``front_end`` and ``storage`` keys, checked (:mod:`.side_spec`)."""
+    sites = data["sites"]["count"] if isinstance(data.get("sites"), Mapping) else 1
+
+    def link(raw: Mapping[str, Any], path: Sequence[str]) -> LinkSpec:
+        return _link_at(raw, path, source, lines)
+
+    def fail(path: Sequence[str], message: str) -> TopologyError:
+        return topology_error(source, lines, path, message)
+    return {"front_end": front_end_spec(data, servers, sites, link, fail),
+            "storage": storage_spec(data, servers, sites, link, fail)}
+

@@ -50,15 +50,16 @@ def build_picture(topology: Topology) -> Picture:
 
     pic = Picture(topology)
     nodes: list[dict[str, Any]] = []
-    for server in topology.servers:
+    for server in topology.hosts:  # storage nodes and clients too
         box = place.servers[server.name]
         nodes.append({"data": {"id": server.name, "label": server.name, "kind": "server",
                                "w": round(box.width * PX_PER_IN, 1),
                                "h": round(box.height * PX_PER_IN, 1)},
                       "position": xy(box.x, box.y)})
-    for gpu in topology.gpus:
+    for gpu in topology.gpus + topology.nics:  # front-end and storage NICs too
         x, y = place.nics[gpu.name]
-        nodes.append({"data": {"id": gpu.name, "label": f"gpu{gpu.index}", "kind": "nic",
+        label = f"gpu{gpu.index}" if gpu.network == "backend" else gpu.name.split("/")[1]
+        nodes.append({"data": {"id": gpu.name, "label": label, "kind": "nic",
                                "rail": gpu.rail, "server": gpu.server, "intf": gpu.intf},
                       "position": xy(x, y)})
     for tier_index, tier in enumerate(place.tiers):

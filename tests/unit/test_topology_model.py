@@ -164,7 +164,8 @@ def test_links_agree_with_ports_on_both_ends():
                 assert tiers[0] == tiers[1] if link.network == "dci" else tiers[0] < tiers[1]
             assert topology.graph.has_edge(link.gpu or link.node_a, link.node_b)
         assert topology.graph.number_of_edges() == len(topology.links)
-        assert topology.graph.number_of_nodes() == len(topology.gpus) + len(topology.switches)
+        assert topology.graph.number_of_nodes() == (len(topology.gpus) + len(topology.nics)
+                                                    + len(topology.switches))
 
 
 def test_link_rates_and_delays_come_from_the_spec():
@@ -180,7 +181,8 @@ def test_switch_names_fit_mininet_and_interface_names_fit_linux():
     for path in SHIPPED:
         topology = load_topology(path)
         for switch in topology.switches:
-            assert len(switch.name) <= 10
+            # names label pictures and files; interfaces fall back to s{index}-eth{n}
+            assert len(switch.name) <= 15
             assert all(len(port.intf) <= 15 for port in switch.ports)
         assert all(len(gpu.intf) <= 15 for gpu in topology.gpus)
     big = topology_from_dict(spec(servers=40, gpus_per_server=12, servers_per_leaf=20))

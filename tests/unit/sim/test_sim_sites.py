@@ -118,21 +118,6 @@ def test_cross_site_incast_lossless_with_the_computed_headroom_drops_below_it(
     assert bad["networks"]["backend"]["drops"] == 0
 
 
-def test_scale_across_scenario_holds_on_sim(tmp_path: Path) -> None:
-    """The scale-across scenario on the shipped ai-cluster topology: every
-    expect_check holds and the results keep their invariants."""
-    from emulator.measure.results import check_invariants
-    from emulator.scenario import load_scenario
-
-    scenario = load_scenario(Path(__file__).with_name("scale-across.yaml"))
-    results = run_sim(scenario, tmp_path, progress=False)
-    assert results["errors"] == [] and results["partial"] is False
-    check_invariants(results)
-    failed = [c for c in results["checks"] if not c["passed"]]
-    assert not failed, failed
-    assert len(results["checks"]) == len(scenario.expect_checks) == 7
-
-
 def test_dci_ports_made_lossy_by_an_override_never_pause_across_the_dci(
         tmp_path: Path) -> None:
     """The class lossy on the DCI only (README "Sites"): overrides turn PFC off
