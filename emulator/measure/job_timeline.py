@@ -56,7 +56,7 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
                 compute.append((a * ms, (b - a) * ms))
                 busy.append((a, b))
             else:
-                blocking = not n.stream.startswith(("pp", "dp"))
+                blocking = n.kind not in ("pp", "dp")  # on the compute stream
                 if blocking:
                     busy.append((a, b))
                 ax.broken_barh([(a * ms, (b - a) * ms)], (row - 0.42, 0.25),

@@ -1,0 +1,68 @@
+"""A job of a scenario's ``workload.jobs``, resolved: its step graph on every
+GPU and the GPU of each rank (parsed by :mod:`.jobs_parse`, planned into
+flows and agent work by :mod:`.jobs_plan`).
+
+Kinds: ``training`` (a :class:`~.jobs_graph.TrainingJob`, expanded by
+:func:`~.jobs_graph.world_step`) and ``chakra`` (Chakra ET traces, one per
+rank, made a graph by :func:`~.chakra.trace_graph`; ``iterations`` repeats
+the traced step, each repeat's first nodes waiting for the whole step before).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from emulator.scenario.jobs_graph import Node, TrainingJob, world_step
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job: ``gpus[r]`` is the GPU of rank r."""
+
+    id: str
+    kind: str
+    gpus: tuple[str, ...]
+    iterations: int = 1
+    start_ns: int = 0
+    placement: str = "rail-aware"
+    training: TrainingJob | None = None
+    trace: tuple[Node, ...] = field(default=(), repr=False)  # chakra: one step, every rank
+    traces: tuple[str, ...] = ()  # chakra: the files read
+    priority: int = 3
+    dscp: int = 26
+    qps: int = 1
+
+    def world(self) -> list[Node]:
+        """The graph of every rank over all iterations (ids prefixed ``i{k}/``)."""
+        if self.training is not None:
+            return world_step(self.training, self.iterations)
+        out: list[Node] = []
+        needed = {d for node in self.trace for d in node.deps}
+        sinks = [node.id for node in self.trace if node.id not in needed]
+        for k in range(self.iterations):
+            for node in self.trace:
+                deps = [f"i{k}/{d}" for d in node.deps]
+                if k and not node.deps:  # a root of the step: after the whole previous step
+                    deps += [f"i{k - 1}/{s}" for s in sinks]
+                out.append(Node(f"i{k}/{node.id}", node.kind, f"i{k}/{node.stream}",
+                                tuple(deps), node.duration_s, node.size_bytes, node.group,
+                                node.rank, node.peer,
+                                f"i{k}/{node.instance}" if node.instance else ""))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "kind": self.kind, "gpus": list(self.gpus),
+                                "iterations": self.iterations, "start_ns": self.start_ns,
+                                "placement": self.placement, "priority": self.priority,
+                                "qps": self.qps}
+        if self.training is not None:
+            t = self.training
+            data["training"] = {
+                "model": vars(t.model).copy(), "gpu": vars(t.gpu).copy(), "seq": t.seq,
+                "micro_batch": t.micro_batch, "global_batch": t.global_batch, "tp": t.tp,
+                "pp": t.pp, "dp": t.dp, "ep": t.ep, "bucket_bytes": t.bucket_bytes,
+                "overlap_dp": t.overlap_dp, "micro_batches": t.micro_batches}
+        else:
+            data["traces"] = list(self.traces)
+        return data
