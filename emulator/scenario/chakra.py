@@ -29,7 +29,8 @@ the ranks' traces: a node depends on its ``data_deps`` and ``ctrl_deps``
 ``duration_micros``; a SEND is a transfer (kind ``pp``) and its matching
 RECV (same src, dst and tag) stands for it: its dependants wait for the SEND
 and for the RECV's own dependencies; a COLL is a collective of kind
-``pg_name`` when it is tp/pp/dp/ep (else ep for ALL_TO_ALL, dp otherwise)
+tp/pp/dp/ep when ``pg_name`` starts so (``dp``, ``dp3``; else ep for
+ALL_TO_ALL, dp otherwise)
 among ``groups[pg_name]`` ranks (default: every rank of the trace); the
 k-th collective of a process group on each rank is one instance (NCCL runs
 a communicator's collectives in order), its members the ranks that have it.
@@ -242,7 +243,7 @@ def trace_graph(ranks: Sequence[Sequence[TraceNode]],
                                 int(n.attrs.get("comm_dst", -1))))
             elif n.type == COMM_COLL_NODE:
                 pg = str(n.attrs.get("pg_name", ""))
-                kind = pg if pg in COMM_KINDS else (
+                kind = pg[:2] if pg[:2] in COMM_KINDS else (
                     "ep" if n.attrs.get("comm_type") == ALL_TO_ALL else "dp")
                 k = seen.get(pg, 0)
                 seen[pg] = k + 1

@@ -221,6 +221,16 @@ class FabricCost:
     latency_s: float = 0.0
     scale_up_free: bool = True  # TP inside a server: instantaneous, as collectives.py takes it
 
+    @classmethod
+    def frames(cls, rate_bps: float, mtu_bytes: int, link_delay_s: float, links: int,
+               overhead_bytes: int = 58) -> FabricCost:
+        """The idle fabric in frames: ``mtu_bytes`` of payload per frame of
+        ``overhead_bytes`` more (RoCEv2 over Ethernet: 58), a message's last frame
+        stored and forwarded by each of the ``links - 1`` switches, and the links' delays."""
+        frame_s = (mtu_bytes + overhead_bytes) * 8 / rate_bps
+        return cls(rate_bps * mtu_bytes / (mtu_bytes + overhead_bytes),
+                   latency_s=links * link_delay_s + (links - 1) * frame_s)
+
     def __call__(self, node: Node) -> float:
         n, size = node.group, node.size_bytes
         if node.kind == "tp" and self.scale_up_free:
