@@ -234,8 +234,8 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
                 by_id[flow.id] = flow
                 origin[flow.id] = f"workload.{section}[{index}]"
     if not by_id:
-        raise where.error(["workload"], "makes no flows; give flows, generators, collectives "
-                                        "or jobs (a job on one server sends nothing)")
+        raise where.error(["workload"], "makes no flows; give flows, generators or collectives "
+                                        "(or jobs whose GPUs span servers)")
     return by_id
 
 

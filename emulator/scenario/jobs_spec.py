@@ -10,7 +10,7 @@ the traced step, each repeat's first nodes waiting for the whole step before).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emulator.scenario.jobs_graph import Node, TrainingJob, world_step
@@ -32,11 +32,16 @@ class JobSpec:
     priority: int = 3
     dscp: int = 26
     qps: int = 1
+    # a live run slowed time_scale times runs the GPUs' compute that much slower too
+    compute_scale: float = 1.0
 
     def world(self) -> list[Node]:
         """The graph of every rank over all iterations (ids prefixed ``i{k}/``)."""
         if self.training is not None:
-            return world_step(self.training, self.iterations)
+            nodes = world_step(self.training, self.iterations)
+            if self.compute_scale == 1:
+                return nodes
+            return [replace(n, duration_s=n.duration_s * self.compute_scale) for n in nodes]
         out: list[Node] = []
         needed = {d for node in self.trace for d in node.deps}
         sinks = [node.id for node in self.trace if node.id not in needed]
@@ -46,7 +51,8 @@ class JobSpec:
                 if k and not node.deps:  # a root of the step: after the whole previous step
                     deps += [f"i{k - 1}/{s}" for s in sinks]
                 out.append(Node(f"i{k}/{node.id}", node.kind, f"i{k}/{node.stream}",
-                                tuple(deps), node.duration_s, node.size_bytes, node.group,
+                                tuple(deps), node.duration_s * self.compute_scale,
+                                node.size_bytes, node.group,
                                 node.rank, node.peer,
                                 f"i{k}/{node.instance}" if node.instance else ""))
         return out

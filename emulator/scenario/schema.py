@@ -381,7 +381,7 @@ SCHEMA: dict[str, Any] = {
                          "{kind: training, id: llm, model: llama3-8b, seq: 2048, "
                          "micro_batch: 1, global_batch: 16, tp: 8, dp: 2, peak_tflops: 989}"),
                 "a list of jobs, e.g. [{kind: training, id: llm, model: llama3-8b, ...}]"),
-        }, example="{flows: [...], generators: [...], collectives: [...], jobs: [...]}"),
+        }, example="{flows: [...], generators: [...], collectives: [...]}"),
         "events": _list(_by_kind("an event", EVENT_KINDS, EVENT_SCHEMAS,
                                  "{at: 2s, kind: link_down, link: [leaf-r0-0, spine0]}"),
                         "a list of events, e.g. [{at: 2s, kind: stop_flow, flow: f1}]"),
