@@ -20,6 +20,8 @@ the first) to the end of its last node:
   join to last member's end), algbw = size x 8 / time and busbw (nccl-tests
   factors: all-reduce 2(n-1)/n, all-to-all (n-1)/n); ``transfers``: PP
   sends, time from post to arrival;
+- ``serving`` (inference jobs): requests completed, TTFT, TPOT and KV
+  hand-off time (p50, p99, mean), the mean share of TTFT spent moving KV;
 - ``timeline``: the picture (:func:`~emulator.measure.job_timeline.plot_step`)
   of the whole run, one row per GPU, written as ``job-{id}.png``.
 """
@@ -165,6 +167,8 @@ def job_result(plan: JobPlan, stats: Mapping[str, Mapping[str, Any] | None],
                       "mean_s": round(sum(transfers) / len(transfers), d) if transfers
                       else None,
                       "max_s": round(max(transfers), d) if transfers else None}}
+    if spec.serving is not None:
+        result_out["serving"] = _serving(spec, start, end, job_start, d)
     if out is not None and start:
         done_nodes = [n for n in nodes if n.id in end]
         whole = analyse(done_nodes, {n.id: [p for p in preds[n.id] if p in end]
@@ -176,6 +180,38 @@ def job_result(plan: JobPlan, stats: Mapping[str, Mapping[str, Any] | None],
                   title=f"[{clock}] job {spec.id}, {len(iterations)} iteration(s):")
         result_out["timeline"] = name
     return result_out
+
+
+def _serving(spec: Any, start: Mapping[str, float], end: Mapping[str, float],
+             job_start: float, d: int) -> dict[str, Any]:
+    """TTFT, TPOT and KV hand-off times of an inference job's requests."""
+    ttft, tpot, kv, share = [], [], [], []
+    for r, req in enumerate(spec.serving.requests):
+        pre = f"i0/r{r}/"
+        if pre + "rest" not in end:
+            continue
+        arrival = job_start + req.arrival_s * spec.compute_scale
+        first = end[pre + "first"] - arrival
+        moving = end[pre + "kv"] - start[pre + "kv"]
+        ttft.append(first)
+        kv.append(moving)
+        share.append(moving / first if first > 0 else 0.0)
+        if req.output > 1:
+            tpot.append((end[pre + "rest"] - end[pre + "first"]) / (req.output - 1))
+
+    def stats(values: list[float], name: str) -> dict[str, Any]:
+        if not values:
+            return {f"{name}_p50_s": None, f"{name}_p99_s": None, f"{name}_mean_s": None}
+        return {f"{name}_p50_s": round(_percentile(values, 0.5) or 0.0, d),
+                f"{name}_p99_s": round(_percentile(values, 0.99) or 0.0, d),
+                f"{name}_mean_s": round(sum(values) / len(values), d)}
+
+    return {"requests": len(spec.serving.requests), "completed": len(ttft),
+            **stats(ttft, "ttft"), **stats(tpot, "tpot"), **stats(kv, "kv_handoff"),
+            "kv_share_of_ttft": round(sum(share) / len(share), 4) if share else None,
+            "kv_bytes_mean": round(sum(spec.serving.kv_bytes(q.prompt)
+                                       for q in spec.serving.requests)
+                                   / len(spec.serving.requests))}
 
 
 def job_results(plans: Sequence[JobPlan], stats: Mapping[str, Mapping[str, Any] | None],

@@ -22,7 +22,8 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from emulator.scenario.jobs_graph import COMM_KINDS, Node, StepResult  # noqa: E402
 
-COLOURS = {"tp": "tab:orange", "pp": "tab:blue", "dp": "tab:green", "ep": "tab:purple"}
+COLOURS = {"tp": "tab:orange", "pp": "tab:blue", "dp": "tab:green", "ep": "tab:purple",
+           "kv": "tab:brown"}
 
 
 def idle_spans(busy: Sequence[tuple[float, float]], end_s: float) -> list[tuple[float, float]]:
@@ -56,7 +57,7 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
                 compute.append((a * ms, (b - a) * ms))
                 busy.append((a, b))
             else:
-                blocking = n.kind not in ("pp", "dp")  # on the compute stream
+                blocking = n.kind not in ("pp", "dp", "kv")  # on the compute stream
                 if blocking:
                     busy.append((a, b))
                 ax.broken_barh([(a * ms, (b - a) * ms)], (row - 0.42, 0.25),

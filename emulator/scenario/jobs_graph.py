@@ -47,7 +47,7 @@ from typing import Callable, Mapping, Sequence
 from emulator.scenario.jobs_model import Gpu, ModelShape
 from emulator.topology import Topology
 
-COMM_KINDS = ("tp", "pp", "dp", "ep")
+COMM_KINDS = ("tp", "pp", "dp", "ep", "kv")  # kv: a KV cache handed to a decode GPU
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,7 @@ class Node:
     rank: int = 0  # the GPU (here: pipeline stage) it runs on; a transfer's sender
     peer: int = -1  # a transfer's receiver (rank)
     instance: str = ""  # a collective: the same on every rank taking part (world graphs)
+    release_s: float = 0.0  # not before this (s from the job's start): a request's arrival
 
 
 def _one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:
@@ -308,7 +309,7 @@ def _schedule(nodes: Sequence[Node], preds: Mapping[str, Sequence[str]],
     while ready:
         nid = ready.pop()
         node = by_id[nid]
-        start[nid] = max((end[p] for p in preds[nid]), default=0.0)
+        start[nid] = max([end[p] for p in preds[nid]] + [node.release_s])
         end[nid] = start[nid] + (node.duration_s if node.kind == "compute" else cost(node))
         for s in succ[nid]:
             waiting[s] -= 1
@@ -351,7 +352,8 @@ def analyse(nodes: Sequence[Node], preds: Mapping[str, Sequence[str]],
 
 def _exposed(nodes: Sequence[Node], path: list[str], start: dict[str, float],
              end: dict[str, float]) -> dict[str, float]:
-    """Per kind, the time communication on the critical path ran while its GPU computed nothing."""
+    """Per kind, the time communication on the critical path ran while its GPU (a
+    transfer's: the receiver's) computed nothing."""
     busy: dict[int, list[tuple[float, float]]] = {}
     for node in nodes:
         if node.kind == "compute" and end[node.id] > start[node.id]:
@@ -365,7 +367,8 @@ def _exposed(nodes: Sequence[Node], path: list[str], start: dict[str, float],
         if node.kind not in exposed:
             continue
         a, b = start[nid], end[nid]
-        covered = sum(max(0.0, min(b, e) - max(a, s)) for s, e in busy.get(node.rank, ()))
+        who = node.peer if node.peer >= 0 else node.rank  # a transfer: its receiver waits
+        covered = sum(max(0.0, min(b, e) - max(a, s)) for s, e in busy.get(who, ()))
         exposed[node.kind] += b - a - covered
     return exposed
 

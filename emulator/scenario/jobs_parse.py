@@ -6,6 +6,11 @@ resolved); every error is one line naming the key.
   ``efficiency`` (default 0.5) is the GPU's compute; ``placement``
   ``rail-aware`` (default) or ``rail-unaware`` puts tp x pp x dp ranks on
   ``gpus`` (default: every GPU) as :func:`~.jobs_graph.place` does.
+- ``inference``: ``prefill`` and ``decode`` GPU pools (disjoint, topology
+  order), ``requests`` arriving as a Poisson process of mean gap
+  ``interval`` (seeded by the scenario's seed and the job's id; all at once
+  without it), ``prompt`` and ``output`` lengths fixed or ``[min, max]``
+  uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35);
 - ``chakra``: ``traces`` (one ET file per rank), ranks onto GPUs by the
   ``gpus`` list (rank r on the r-th GPU, in the order written, patterns in
   topology order) or a ``mapping`` file (one GPU name per line), else the
@@ -21,22 +26,24 @@ from emulator.scenario.chakra import ChakraError, read_trace, trace_graph
 from emulator.scenario.errors import KeyPath
 from emulator.scenario.jobs_graph import TrainingJob, place
 from emulator.scenario.jobs_model import PRESETS, Gpu, ModelShape
+from emulator.scenario.jobs_serve import ServingJob, poisson_requests
 from emulator.scenario.jobs_spec import JobSpec
 from emulator.scenario.parse import Context, Raw, _size, duration
 from emulator.scenario.parse_collectives import _ordered_gpus
 from emulator.scenario.spec import BEST_EFFORT_PRIORITY, PrioritySpec
 
 DEFAULT_EFFICIENCY = 0.5
+DEFAULT_HBM_TB_PER_S = 3.35  # H100 SXM's HBM3
 
 
 def jobs(ctx: Context, raw: Sequence[Raw], priorities: PrioritySpec,
-         base_dir: str | Path = ".") -> tuple[JobSpec, ...]:
-    return tuple(_job(ctx, item, ["workload", "jobs", i], priorities, Path(base_dir))
+         base_dir: str | Path = ".", seed: int = 0) -> tuple[JobSpec, ...]:
+    return tuple(_job(ctx, item, ["workload", "jobs", i], priorities, Path(base_dir), seed)
                  for i, item in enumerate(raw))
 
 
 def _job(ctx: Context, item: Raw, path: KeyPath, priorities: PrioritySpec,
-         base: Path) -> JobSpec:
+         base: Path, seed: int) -> JobSpec:
     priority = item.get("priority", priorities.roce)
     if priority not in (priorities.roce, BEST_EFFORT_PRIORITY):
         raise ctx.where.error([*path, "priority"], (
@@ -49,6 +56,8 @@ def _job(ctx: Context, item: Raw, path: KeyPath, priorities: PrioritySpec,
         "dscp": priorities.roce_dscp if priority == priorities.roce else 0}
     if item["kind"] == "training":
         return _training(ctx, item, path, common)
+    if item["kind"] == "inference":
+        return _inference(ctx, item, path, common, seed)
     return _chakra(ctx, item, path, common, base)
 
 
@@ -89,6 +98,35 @@ def _training(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any]) ->
     except ValueError as exc:
         raise ctx.where.error([*path, "gpus" if among else "tp"], str(exc)) from None
     return JobSpec(**common, gpus=tuple(gpus), placement=placement, training=job)
+
+
+def _length(ctx: Context, raw: Any, path: KeyPath) -> tuple[int, int]:
+    low, high = (raw, raw) if isinstance(raw, int) else raw
+    if low > high:
+        raise ctx.where.error(path, f"[{low}, {high}]: the minimum is above the maximum")
+    return low, high
+
+
+def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
+               seed: int) -> JobSpec:
+    model = _model(ctx, item["model"], [*path, "model"])
+    prefill = ctx.gpus(item["prefill"], [*path, "prefill"])[0]
+    decode = ctx.gpus(item["decode"], [*path, "decode"])[0]
+    shared = sorted(set(prefill) & set(decode))
+    if shared:
+        raise ctx.where.error([*path, "decode"], f"GPU {shared[0]} is also a prefill GPU; "
+                                                 "the pools are disaggregated")
+    gap_ns = duration(ctx, item["interval"], [*path, "interval"]) if "interval" in item else 0
+    requests = poisson_requests(item["requests"], gap_ns / 1e9,
+                                _length(ctx, item["prompt"], [*path, "prompt"]),
+                                _length(ctx, item["output"], [*path, "output"]),
+                                f"{seed}:{item['id']}")
+    serving = ServingJob(model, Gpu(item["peak_tflops"] * 1e12,
+                                    item.get("efficiency", DEFAULT_EFFICIENCY)),
+                         item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
+                         len(prefill), len(decode), requests)
+    return JobSpec(**common, gpus=tuple(prefill + decode), placement="as-listed",
+                   serving=serving)
 
 
 def _chakra(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],

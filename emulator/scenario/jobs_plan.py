@@ -7,9 +7,10 @@ waits for (the node before it on its stream and its dependencies) by
 ``after`` (an entry of the same agent done) or ``after_rx`` (the n-th
 message of a flow arrived here):
 
-- **compute**: one compute entry of the node's duration;
-- **PP transfer** (a send to another GPU): a message on the flow
-  ``{job}/pp/r{a}-r{b}``, and at the receiver a zero-length compute entry
+- **compute**: one compute entry of the node's duration (not before its
+  ``release_s``, a request's arrival);
+- **transfer** (PP activations, a KV cache: a send to another GPU): a message
+  on the flow ``{job}/{kind}/r{a}-r{b}``, and at the receiver a zero-length compute entry
   that waits for its arrival (what the receiver does next waits for that);
   to a GPU of the same server: one zero-length entry (the scale-up domain
   is taken as instantaneous, as for collectives);
@@ -93,10 +94,12 @@ class _Planner:
     def zero(self, tag: str, rank: int, markers: list[Marker]) -> str:
         return self.compute(tag, rank, 0, markers)
 
-    def compute(self, tag: str, rank: int, duration_ns: int, markers: list[Marker]) -> str:
+    def compute(self, tag: str, rank: int, duration_ns: int, markers: list[Marker],
+                release_s: float = 0.0) -> str:
         local, rx = _split(markers)
         self.works.append(Work(tag, self.server[rank], "compute", duration_ns=duration_ns,
-                               after=local, after_rx=rx, at_ns=self.spec.start_ns))
+                               after=local, after_rx=rx,
+                               at_ns=self.spec.start_ns + round(release_s * 1e9)))
         return tag
 
     def send(self, node: str, tag: str, kind: str, a: int, b: int, size: int,
@@ -188,7 +191,8 @@ def plan_job(spec: JobSpec, topology: Topology) -> JobPlan:
         if nid in done:
             continue
         if n.kind == "compute":
-            done[nid] = p.compute(p.tag(nid), n.rank, round(n.duration_s * 1e9), markers(n))
+            done[nid] = p.compute(p.tag(nid), n.rank, round(n.duration_s * 1e9), markers(n),
+                                  n.release_s)
             p.spans[nid] = (("ready", done[nid]), ("posted", done[nid]))
         elif n.instance:
             _collective(p, members[n.instance], markers, done)

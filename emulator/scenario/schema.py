@@ -243,7 +243,7 @@ COLLECTIVE_SCHEMAS: dict[str, dict[str, Any]] = {
 
 # Jobs (emulator.scenario.jobs_spec): a training step from a model and its
 # parallelism, or Chakra traces; both run as the agents' work graphs.
-JOB_KINDS: tuple[str, ...] = ("training", "chakra")
+JOB_KINDS: tuple[str, ...] = ("training", "inference", "chakra")
 JOB_PLACEMENTS: tuple[str, ...] = ("rail-aware", "rail-unaware")
 MODEL_PRESETS: tuple[str, ...] = ("llama3-8b", "llama3-70b", "mixtral-8x7b")
 _NUMBER = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number"}
@@ -255,6 +255,9 @@ _MODEL = {"type": ["string", "object"],
               "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k",
               "bytes_per_element")},
           "additionalProperties": False}
+_LENGTH = {"type": ["integer", "array"], "minimum": 1, "items": _int(1), "minItems": 2,
+           "maxItems": 2, "description": "tokens: a whole number, or [min, max] drawn "
+                                            "uniformly (e.g. 512 or [128, 2048])"}
 _JOB_COMMON: dict[str, Any] = {
     "kind": {"enum": list(JOB_KINDS), "description": _one_of(JOB_KINDS)},
     "id": _ID,
@@ -279,6 +282,21 @@ JOB_SCHEMAS: dict[str, dict[str, Any]] = {
         "efficiency": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
                        "description": "a share of the peak from 0 (excluded) to 1"},
     }, required=("kind", "id", "model", "seq", "micro_batch", "global_batch", "peak_tflops")),
+    "inference": _obj("an inference job", {
+        **{k: v for k, v in _JOB_COMMON.items() if k not in ("gpus", "iterations")},
+        "model": _MODEL,
+        "prefill": _GPU_LIST,
+        "decode": _GPU_LIST,
+        "requests": _int(1, 100000, "a whole number of requests from 1 to 100000"),
+        "interval": _DURATION,
+        "prompt": _LENGTH,
+        "output": _LENGTH,
+        "peak_tflops": _NUMBER,
+        "efficiency": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+                       "description": "a share of the peak from 0 (excluded) to 1"},
+        "hbm_tb_per_s": _NUMBER,
+    }, required=("kind", "id", "model", "prefill", "decode", "requests", "prompt", "output",
+                 "peak_tflops")),
     "chakra": _obj("a chakra job", {
         **_JOB_COMMON,
         "traces": _list({"type": "string", "description": "an ET file path (relative to the "

@@ -36,14 +36,17 @@ def training(**kw) -> dict:
             "global_batch": 4, "peak_tflops": 10, "iterations": 2, **kw}
 
 
-def load(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = "."):
+def load(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = ".",
+         flows: tuple = ()):
     return scenario_from_dict({"name": "t", "target": "sim", "duration": duration,
-                               "topology": topology(rate), "workload": {"jobs": [job]}},
+                               "topology": topology(rate),
+                               "workload": {"jobs": [job], "flows": list(flows)}},
                               "<t>", base, "sim")
 
 
-def run(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = "."):
-    scenario = load(job, rate, duration, base)
+def run(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = ".",
+        flows: tuple = ()):
+    scenario = load(job, rate, duration, base, flows)
     with tempfile.TemporaryDirectory() as out:
         results = run_sim(scenario, out, progress=False)
         assert (Path(out) / "job-j.png").stat().st_size > 10_000
@@ -226,3 +229,39 @@ def test_bad_jobs_are_one_line_naming_the_key(job, key, needle):
         load(job)
     text = str(exc.value)
     assert f"workload.jobs[0].{key}" in text and needle in text and "\n" not in text, text
+
+
+def serving(**kw) -> dict:
+    """Prefill on rail 0 of servers 0-1, decode on rail 1 of servers 2-3: every KV
+    hand-off (1 MiB: 2 x 4 layers x 2 KV heads x 64 x 2 B x 1024 tokens) crosses the
+    spine."""
+    return {"kind": "inference", "id": "j",
+            "model": {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 2, "ffn": 1024,
+                      "vocab": 1000},
+            "prefill": ["srv0/gpu0", "srv1/gpu0"], "decode": ["srv2/gpu1", "srv3/gpu1"],
+            "requests": 6, "interval": "5ms", "prompt": 1024, "output": 8,
+            "peak_tflops": 20, "efficiency": 0.4, **kw}
+
+
+def test_a_congested_spine_raises_ttft_through_the_kv_hand_off():
+    scenario, idle = run(serving(), duration="40ms")
+    # rail 0 of servers 2-3 sends to rail 1 of servers 0-1 without end: the same spine
+    # uplink and downlink as the hand-offs, none of their NICs
+    background = tuple({"id": f"bg{i}", "src": f"srv{2 + i}/gpu0", "dst": f"srv{i}/gpu1",
+                        "size": "unlimited"} for i in range(2))
+    _, busy = run(serving(), duration="40ms", flows=background)
+    a, b = idle["serving"], busy["serving"]
+    assert a["completed"] == b["completed"] == 6
+    spec = scenario.jobs[0]
+    kv = next(n for n in spec.world() if n.kind == "kv")
+    assert kv.size_bytes == 2 * 4 * 2 * 64 * 2 * 1024
+    # idle: GPU - leaf - spine - leaf - GPU, the graph's frame arithmetic
+    assert a["kv_handoff_p50_s"] == pytest.approx(
+        FabricCost.frames(10e9, MTU, DELAY_S, links=4)(kv), rel=0.02)
+    # sharing the spine links with 2 endless flows: about a third of the rate
+    assert b["kv_handoff_mean_s"] > 2 * a["kv_handoff_mean_s"]
+    assert b["ttft_mean_s"] - a["ttft_mean_s"] == pytest.approx(
+        b["kv_handoff_mean_s"] - a["kv_handoff_mean_s"], rel=0.25)
+    assert b["kv_share_of_ttft"] > a["kv_share_of_ttft"] + 0.1
+    assert b["tpot_mean_s"] == pytest.approx(a["tpot_mean_s"], rel=1e-6)  # decode: no fabric
+    assert idle["exposed_mean_s"]["kv"] > 0
