@@ -221,6 +221,11 @@ def job_results(plans: Sequence[JobPlan], stats: Mapping[str, Mapping[str, Any] 
     for plan in plans:
         try:
             results.append(job_result(plan, stats, start_unix, topology, out, clock))
+            done = results[-1]
+            if not done["completed"]:
+                say(f"job {plan.spec.id}: {done['iterations_done']} of "
+                    f"{done['iterations_planned']} iteration(s) done when the run ended; "
+                    "a longer duration lets it finish")
         except ValueError as exc:  # a picture or analysis must not lose the run
             say(f"job {plan.spec.id}: {exc}")
             results.append({"id": plan.spec.id, "error": str(exc)})
