@@ -113,16 +113,17 @@ class _Planner:
                                         qps=s.qps, generator=s.id)
             self.count[flow] = 0
             self.bytes[flow] = 0
+        size = max(size, 1)  # a message carries at least a byte
         self.count[flow] += 1
         self.bytes[flow] += size
         local, rx = _split(markers)
-        self.works.append(Work(tag, self.server[a], "write", flow, max(size, 1),
+        self.works.append(Work(tag, self.server[a], "write", flow, size,
                                after=local, after_rx=rx, at_ns=self.spec.start_ns))
         self.node_flows.setdefault(node, []).append(flow)
         return ("rx", flow, self.count[flow])
 
     def flow_specs(self) -> tuple[FlowSpec, ...]:
-        return tuple(FlowSpec(**{**f.to_dict(), "size_bytes": max(self.bytes[f.id], 1)})
+        return tuple(FlowSpec(**{**f.to_dict(), "size_bytes": self.bytes[f.id]})
                      for f in self.flows.values())
 
 
