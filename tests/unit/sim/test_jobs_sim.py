@@ -233,7 +233,7 @@ def test_bad_jobs_are_one_line_naming_the_key(job, key, needle):
 
 def serving(**kw) -> dict:
     """Prefill on rail 0 of servers 0-1, decode on rail 1 of servers 2-3: every KV
-    hand-off (1 MiB: 2 x 4 layers x 2 KV heads x 64 x 2 B x 1024 tokens) crosses the
+    hand-off (2 MiB: 2 x 4 layers x 2 KV heads x 64 x 2 B x 1024 tokens) crosses the
     spine."""
     return {"kind": "inference", "id": "j",
             "model": {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 2, "ffn": 1024,
