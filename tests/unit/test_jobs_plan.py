@@ -61,3 +61,62 @@ def test_a_live_run_slows_the_gpus_as_it_slows_the_links():
     for tag, work in a.items():
         assert b[tag].duration_ns == pytest.approx(10 * work.duration_ns, abs=10)
         assert b[tag].at_ns == 10_000_000
+
+
+def two_rank_trace(tmp_path):
+    """Rank 0 computes, sends to rank 1, both all-reduce (process group dp0)."""
+    from emulator.scenario.chakra import (
+        ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, TraceNode,
+        write_trace,
+    )
+    coll = {"comm_type": ALL_REDUCE, "comm_size": 1 << 16, "pg_name": "dp0"}
+    write_trace(tmp_path / "r0.et", [
+        TraceNode(1, "fwd", COMP_NODE, (), 100, {}),
+        TraceNode(2, "send", COMM_SEND_NODE, (1,), 0,
+                  {"comm_dst": 1, "comm_tag": 7, "comm_size": 4096}),
+        TraceNode(3, "ar", COMM_COLL_NODE, (2,), 0, coll)])
+    write_trace(tmp_path / "r1.et", [
+        TraceNode(1, "recv", COMM_RECV_NODE, (), 0, {"comm_src": 0, "comm_tag": 7}),
+        TraceNode(2, "fwd", COMP_NODE, (1,), 50, {}),
+        TraceNode(3, "ar", COMM_COLL_NODE, (2,), 0, coll)])
+
+
+def chakra(tmp_path, **keys):
+    return scenario_from_dict({"name": "t", "target": "sim", "duration": "10ms",
+                               "topology": TOPO, "workload": {"jobs": [
+                                   {"kind": "chakra", "id": "c", "traces": ["r0.et", "r1.et"],
+                                    **keys}]}}, "<t>", str(tmp_path), "sim")
+
+
+def test_a_chakra_job_maps_ranks_by_file_and_plans_its_sends_and_collectives(tmp_path):
+    two_rank_trace(tmp_path)
+    (tmp_path / "ranks.txt").write_text("# rank 0 first\nsrv0/gpu0\nsrv2/gpu1\n")
+    sc = chakra(tmp_path, mapping="ranks.txt")
+    (plan,) = job_plans(sc)
+    assert plan.spec.gpus == ("srv0/gpu0", "srv2/gpu1")
+    flows = {f.id: (f.src, f.dst, f.size_bytes) for f in plan.flows}
+    assert flows["c/pp/r0-r1"] == ("srv0/gpu0", "srv2/gpu1", 4096)
+    # the all-reduce of 64 KiB over 2 ranks: a ring of 2 steps of 32 KiB each way
+    assert flows["c/dp/r0-r1"][2] == flows["c/dp/r1-r0"][2] == 2 * (1 << 15)
+    assert chakra(tmp_path, gpus=["srv3/gpu0", "srv1/gpu1"]).jobs[0].gpus == (
+        "srv3/gpu0", "srv1/gpu1")
+    # no rule: the first GPUs in topology order, here both on srv0: nothing crosses the fabric
+    from emulator.scenario.errors import ScenarioError
+    with pytest.raises(ScenarioError, match="makes no flows"):
+        chakra(tmp_path)
+
+
+@pytest.mark.parametrize("keys, key, needle", [
+    ({"mapping": "none.txt"}, "mapping", "does not exist"),
+    ({"mapping": "bad.txt"}, "mapping", "srv9/gpu0"),
+    ({"gpus": ["srv0/gpu0"]}, "gpus", "2 ranks need 2 GPUs, 1 given"),
+    ({"gpus": ["srv0/gpu0", "srv1/gpu0"], "mapping": "bad.txt"}, "mapping", "not both"),
+])
+def test_bad_chakra_mappings_are_one_line(tmp_path, keys, key, needle):
+    from emulator.scenario.errors import ScenarioError
+    two_rank_trace(tmp_path)
+    (tmp_path / "bad.txt").write_text("srv0/gpu0\nsrv9/gpu0\n")
+    with pytest.raises(ScenarioError) as exc:
+        chakra(tmp_path, **keys)
+    text = str(exc.value)
+    assert f"workload.jobs[0].{key}" in text and needle in text and "\n" not in text, text
