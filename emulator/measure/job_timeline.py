@@ -43,7 +43,7 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
     """Draw the timeline PNG at ``path``; returns it."""
     ranks = sorted({n.rank for n in nodes})
     on_path = set(result.critical_path)
-    fig, ax = plt.subplots(figsize=(11, 0.7 * len(ranks) + 1.6))
+    fig, ax = plt.subplots(figsize=(11, 0.7 * len(ranks) + 1.6))  # see height_in
     ms = 1e3
     for row, rank in enumerate(ranks):
         mine = [n for n in nodes if n.rank == rank]
@@ -79,9 +79,11 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
     handles = [Patch(facecolor="0.6", label="compute"),
                Patch(facecolor="none", edgecolor="tab:red", hatch="///", label="waiting")]
     handles += [Patch(facecolor=COLOURS[k], label=k.upper()) for k in COMM_KINDS]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=6,
-              fontsize=8, frameon=False)
-    fig.tight_layout()
+    height_in = 0.7 * len(ranks) + 1.6
+    # the legend in a strip of the figure's own (0.35 in), whatever its height
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / height_in, 1, 1))
     out = Path(path)
     fig.savefig(out, dpi=110)
     plt.close(fig)
