@@ -186,13 +186,18 @@ def _serving(spec: Any, start: Mapping[str, float], end: Mapping[str, float],
              job_start: float, d: int) -> dict[str, Any]:
     """TTFT, TPOT and KV hand-off times of an inference job's requests."""
     ttft, tpot, kv, share = [], [], [], []
+    stripes: dict[str, list[str]] = {}  # request prefix -> its KV transfer(s)
+    for nid in end:
+        head, _, last = nid.rpartition("/")
+        if last.startswith("kv"):
+            stripes.setdefault(head + "/", []).append(nid)
     for r, req in enumerate(spec.serving.requests):
         pre = f"i0/r{r}/"
         if pre + "rest" not in end:
             continue
         arrival = job_start + req.arrival_s * spec.compute_scale
         first = end[pre + "first"] - arrival
-        moving = end[pre + "kv"] - start[pre + "kv"]
+        moving = (max(end[x] for x in stripes[pre]) - min(start[x] for x in stripes[pre]))
         ttft.append(first)
         kv.append(moving)
         share.append(moving / first if first > 0 else 0.0)

@@ -10,7 +10,8 @@ resolved); every error is one line naming the key.
   order), ``requests`` arriving as a Poisson process of mean gap
   ``interval`` (seeded by the scenario's seed and the job's id; all at once
   without it), ``prompt`` and ``output`` lengths fixed or ``[min, max]``
-  uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35);
+  uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35), ``stripe_rails``
+  (default false) to spread each KV cache over the servers' NICs;
 - ``chakra``: ``traces`` (one ET file per rank), ranks onto GPUs by the
   ``gpus`` list (rank r on the r-th GPU, in the order written, patterns in
   topology order) or a ``mapping`` file (one GPU name per line), else the
@@ -125,8 +126,13 @@ def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
                                     item.get("efficiency", DEFAULT_EFFICIENCY)),
                          item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
                          len(prefill), len(decode), requests)
-    return JobSpec(**common, gpus=tuple(prefill + decode), placement="as-listed",
-                   serving=serving)
+    gpus = tuple(prefill + decode)
+    places = ()
+    if item.get("stripe_rails", False):
+        by_name = {g.name: g for g in ctx.topology.gpus}
+        places = tuple((by_name[g].server, by_name[g].index) for g in gpus)
+    return JobSpec(**common, gpus=gpus, placement="as-listed", serving=serving,
+                   places=places)
 
 
 def _chakra(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],

@@ -175,13 +175,13 @@ def plan_job(spec: JobSpec, topology: Topology) -> JobPlan:
 
     def markers(n: Node) -> list[Marker]:
         out: list[Marker] = []
+        here = p.server[n.rank]
         for q in preds[n.id]:
             other = by_id[q]
-            if other.rank == n.rank or p.server[other.rank] == p.server[n.rank] \
-                    and q not in received:
+            if q in received and (other.peer == n.rank or p.server[other.peer] == here):
+                out.append(("local", received[q]))  # the data is here (or on this server)
+            elif other.rank == n.rank or p.server[other.rank] == here:
                 out.append(("local", done[q]))
-            elif q in received and other.peer == n.rank:
-                out.append(("local", received[q]))
             else:
                 raise ValueError(f"node {n.id} (rank {n.rank}) waits for {q} of rank "
                                  f"{other.rank} on another server, which sends it nothing")

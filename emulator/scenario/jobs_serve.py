@@ -12,7 +12,8 @@ continuous batching, no chunked prefill). Per request:
   the last token's logits (2 x vocab x hidden), at peak x efficiency;
 - **KV hand-off** (kind ``kv``): the prompt's KV cache,
   2 x layers x kv_heads x head_dim x bytes per element per token, from the
-  prefill GPU to the decode GPU over the fabric (one transfer);
+  prefill GPU to the decode GPU over the fabric (one transfer, or striped
+  over the rails, see :func:`serve_graph`);
 - **decode**: the first output token, then the others, each a step of
   max(FLOPs, weight bytes / HBM bandwidth): FLOPs = 2 x active params +
   4 x layers x context x hidden (context: the prompt), bytes = the params
@@ -20,13 +21,14 @@ continuous batching, no chunked prefill). Per request:
 
 TTFT = end of the first token - arrival; TPOT = (end of the last - end of
 the first) / (output - 1). Left out: batching, KV offload to storage when
-HBM is full, striping the KV over several rails' NICs, tensor parallelism.
+HBM is full, tensor parallelism.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Sequence
 
 from emulator.scenario.jobs_graph import Node
 from emulator.scenario.jobs_model import Gpu, ModelShape
@@ -86,19 +88,35 @@ def poisson_requests(count: int, mean_gap_s: float, prompt: tuple[int, int],
     return tuple(out)
 
 
-def serve_graph(job: ServingJob) -> list[Node]:
-    """Ranks 0..P-1 prefill, P..P+D-1 decode; ids ``i0/r{r}/{prefill,kv,first,rest}``."""
+def serve_graph(job: ServingJob, places: Sequence[tuple[str, int]] = ()) -> list[Node]:
+    """Ranks 0..P-1 prefill, P..P+D-1 decode; ids ``i0/r{r}/{prefill,kv,first,rest}``.
+
+    With ``places`` ((server, GPU index) of each rank), the KV cache is striped over
+    rails: in equal parts ``kv{i}`` from the prefill server's GPU i to the decode
+    server's GPU i (over NVLink to and from them: free), for every index i both
+    servers have in their pools, as a transfer engine spreads it over the NICs."""
     nodes: list[Node] = []
     p_count = job.prefill
+    rank_at = {place: rank for rank, place in enumerate(places)}
     for r, req in enumerate(job.requests):
         p, d = r % p_count, p_count + r % job.decode
         pre = f"i0/r{r}/"
         nodes.append(Node(pre + "prefill", "compute", f"g{p}", (), job.prefill_s(req.prompt),
                           rank=p, release_s=req.arrival_s))
-        nodes.append(Node(pre + "kv", "kv", f"kv{p}>{d}", (pre + "prefill",), 0.0,
-                          job.kv_bytes(req.prompt), 2, p, d))
+        size = job.kv_bytes(req.prompt)
+        pairs = [(p, d)]
+        if places:
+            (ps, _), (ds, _) = places[p], places[d]
+            pairs = [(a, rank_at[(ds, i)]) for (server, i), a in rank_at.items()
+                     if server == ps and a < p_count and (ds, i) in rank_at
+                     and rank_at[(ds, i)] >= p_count] or pairs
+        kv = []
+        for k, (a, b) in enumerate(pairs):
+            kv.append(pre + ("kv" if len(pairs) == 1 else f"kv{k}"))
+            nodes.append(Node(kv[-1], "kv", f"kv{a}>{b}", (pre + "prefill",), 0.0,
+                              size // len(pairs) + (k < size % len(pairs)), 2, a, b))
         step = job.step_s(req.prompt)
-        nodes.append(Node(pre + "first", "compute", f"g{d}", (pre + "kv",), step, rank=d))
+        nodes.append(Node(pre + "first", "compute", f"g{d}", tuple(kv), step, rank=d))
         nodes.append(Node(pre + "rest", "compute", f"g{d}", (), (req.output - 1) * step,
                           rank=d))
     return nodes

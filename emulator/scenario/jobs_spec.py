@@ -36,6 +36,8 @@ class JobSpec:
     priority: int = 3
     dscp: int = 26
     qps: int = 1
+    # inference striped over rails: (server, GPU index) of each rank
+    places: tuple[tuple[str, int], ...] = ()
     # a live run slowed time_scale times runs the GPUs' compute that much slower too
     compute_scale: float = 1.0
 
@@ -43,7 +45,7 @@ class JobSpec:
         """The graph of every rank over all iterations (ids prefixed ``i{k}/``)."""
         if self.training is not None or self.serving is not None:
             nodes = world_step(self.training, self.iterations) if self.training is not None \
-                else serve_graph(self.serving)  # type: ignore[arg-type]
+                else serve_graph(self.serving, self.places)  # type: ignore[arg-type]
             if self.compute_scale == 1:
                 return nodes
             return [replace(n, duration_s=n.duration_s * self.compute_scale,

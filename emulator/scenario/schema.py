@@ -295,6 +295,7 @@ JOB_SCHEMAS: dict[str, dict[str, Any]] = {
         "efficiency": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
                        "description": "a share of the peak from 0 (excluded) to 1"},
         "hbm_tb_per_s": _NUMBER,
+        "stripe_rails": _BOOL,
     }, required=("kind", "id", "model", "prefill", "decode", "requests", "prompt", "output",
                  "peak_tflops")),
     "chakra": _obj("a chakra job", {

@@ -265,3 +265,21 @@ def test_a_congested_spine_raises_ttft_through_the_kv_hand_off():
     assert b["kv_share_of_ttft"] > a["kv_share_of_ttft"] + 0.1
     assert b["tpot_mean_s"] == pytest.approx(a["tpot_mean_s"], rel=1e-6)  # decode: no fabric
     assert idle["exposed_mean_s"]["kv"] > 0
+
+
+def test_striping_the_kv_cache_over_the_rails_divides_its_time():
+    """Whole servers in the pools: each 2 MiB cache goes in two halves, over rail 0 and
+    rail 1 (the prefill GPU's sibling sends the other half; NVLink hops are free)."""
+    pools = {"prefill": ["srv0/gpu*"], "decode": ["srv2/gpu*"], "requests": 3,
+             "interval": "10ms"}
+    scenario, one = run(serving(**pools), duration="35ms")
+    _, two = run(serving(**pools, stripe_rails=True), duration="35ms")
+    kv = next(n for n in scenario.jobs[0].world() if n.kind == "kv")
+    half = FabricCost.frames(10e9, MTU, DELAY_S, links=2)
+    assert one["serving"]["kv_handoff_p50_s"] == pytest.approx(half(kv), rel=0.02)
+    # both halves at once, each on its own rail: half the time (and the latency)
+    from dataclasses import replace
+    assert two["serving"]["kv_handoff_p50_s"] == pytest.approx(
+        half(replace(kv, size_bytes=kv.size_bytes // 2)), rel=0.02)
+    assert {f.split("/")[-1] for f in two["gpus"]} == {"gpu0", "gpu1"}
+    assert two["serving"]["ttft_mean_s"] < one["serving"]["ttft_mean_s"]
