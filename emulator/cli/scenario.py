@@ -246,7 +246,9 @@ def summary_lines(scenario: Scenario, flows: list[FlowSpec]) -> list[str]:
     lines.append(f"flows: {len(flows)} ({len(scenario.flows)} written, {generated} from "
                  f"{len(scenario.generators)} generators"
                  + (f", {collective} from {len(scenario.collectives)} collectives"
-                    if scenario.collectives else "") + f"), {_bytes_text(flows)}")
+                    if scenario.collectives else "")
+                 + (f", {sum(made[j.id] for j in scenario.jobs)} from {len(scenario.jobs)} jobs"
+                    if scenario.jobs else "") + f"), {_bytes_text(flows)}")
     for generator in scenario.generators:
         lines.append(f"  {generator.kind} {generator.id}: {_count(made[generator.id], 'flow')} "
                      f"from {format_duration(generator.start_ns)}")
@@ -262,6 +264,19 @@ def summary_lines(scenario: Scenario, flows: list[FlowSpec]) -> list[str]:
                      + "): " + " -> ".join(spec.rings[0]))
         lines.append(f"  {spec.kind} {spec.id}: {format_size(spec.size_bytes)}, {ranks}; "
                      f"{_count(made[spec.id], 'flow')} from {format_duration(spec.start_ns)}")
+    for job in scenario.jobs:
+        if job.training is not None:
+            t = job.training
+            what = (f"tp {t.tp} x pp {t.pp} x dp {t.dp}" + (f" (ep {t.ep})" if t.ep > 1 else "")
+                    + f" = {t.world} GPUs ({job.placement}), {t.micro_batches} micro-batches, "
+                    f"{job.iterations} iterations")
+        elif job.serving is not None:
+            v = job.serving
+            what = (f"{len(v.requests)} requests, {v.prefill} prefill and {v.decode} decode "
+                    "GPUs")
+        else:
+            what = f"{len(job.gpus)} ranks from {len(job.traces)} Chakra traces"
+        lines.append(f"  {job.kind} {job.id}: {what}; {_count(made[job.id], 'flow')}")
     lines.append(f"events: {len(scenario.events)}")
     for event in scenario.events:
         what = f"{event.link[0]} - {event.link[1]}" if event.link else event.flow

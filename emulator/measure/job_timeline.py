@@ -22,7 +22,8 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from emulator.scenario.jobs_graph import COMM_KINDS, Node, StepResult  # noqa: E402
 
-COLOURS = {"tp": "tab:orange", "pp": "tab:blue", "dp": "tab:green", "ep": "tab:purple"}
+COLOURS = {"tp": "tab:orange", "pp": "tab:blue", "dp": "tab:green", "ep": "tab:purple",
+           "kv": "tab:brown"}
 
 
 def idle_spans(busy: Sequence[tuple[float, float]], end_s: float) -> list[tuple[float, float]]:
@@ -42,7 +43,7 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
     """Draw the timeline PNG at ``path``; returns it."""
     ranks = sorted({n.rank for n in nodes})
     on_path = set(result.critical_path)
-    fig, ax = plt.subplots(figsize=(11, 0.7 * len(ranks) + 1.6))
+    fig, ax = plt.subplots(figsize=(11, 0.7 * len(ranks) + 1.6))  # see height_in
     ms = 1e3
     for row, rank in enumerate(ranks):
         mine = [n for n in nodes if n.rank == rank]
@@ -56,7 +57,7 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
                 compute.append((a * ms, (b - a) * ms))
                 busy.append((a, b))
             else:
-                blocking = not n.stream.startswith(("pp", "dp"))
+                blocking = n.kind not in ("pp", "dp", "kv")  # on the compute stream
                 if blocking:
                     busy.append((a, b))
                 ax.broken_barh([(a * ms, (b - a) * ms)], (row - 0.42, 0.25),
@@ -78,9 +79,11 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
     handles = [Patch(facecolor="0.6", label="compute"),
                Patch(facecolor="none", edgecolor="tab:red", hatch="///", label="waiting")]
     handles += [Patch(facecolor=COLOURS[k], label=k.upper()) for k in COMM_KINDS]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=6,
-              fontsize=8, frameon=False)
-    fig.tight_layout()
+    height_in = 0.7 * len(ranks) + 1.6
+    # the legend in a strip of the figure's own (0.35 in), whatever its height
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / height_in, 1, 1))
     out = Path(path)
     fig.savefig(out, dpi=110)
     plt.close(fig)

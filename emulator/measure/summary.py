@@ -9,6 +9,8 @@
   retransmits, spine bytes, ECMP imbalance, busiest link;
 - **collectives** when there are any: time, algbw, busbw, kv-handoff
   latencies (and data-centre time and busbw when time-scaled);
+- **jobs** when there are any: iterations done, iteration time, compute,
+  exposed communication by kind; TTFT, TPOT and KV share for inference;
 - **checks**: each expectation, what was found, pass or FAIL;
 - **fidelity** (live runs): whether the run kept up (:mod:`emulator.fidelity.verdict`),
   its lateness figures, and, when it did not, a red warning naming the
@@ -57,6 +59,8 @@ def summary(results: Mapping[str, Any]) -> Any:
     if results.get("collectives"):
         parts.append(collectives_table(results["collectives"], results.get("time_scale", 1),
                                        Units(results)))
+    if results.get("jobs"):
+        parts.append(jobs_table(results["jobs"], Units(results)))
     if results.get("checks"):
         parts.append(checks_table(results["checks"]))
     if results.get("fidelity") and results.get("target") != "sim":
@@ -208,6 +212,39 @@ def collectives_table(collectives: Sequence[Mapping[str, Any]], time_scale: floa
             cells += ["" if time_dc is None else f"{time_dc * 1e6:.1f}",
                       "" if busbw_dc is None else f"{busbw_dc / 1e9:.1f}"]
         table.add_row(*cells)
+    return table
+
+
+def jobs_table(jobs: Sequence[Mapping[str, Any]], units: Units | None = None) -> Any:
+    """Per job: iterations done, iteration time (mean, p99), compute and exposed
+    communication by kind; for inference TTFT, TPOT and the KV share of TTFT."""
+    from rich.table import Table
+
+    u = units or Units({})
+    table = Table(title=f"jobs (times in {u.time}; inference: TTFT p50/p99, TPOT, KV share)")
+    for col in ("id", "kind", "ranks", "done", "iteration", "p99", "compute", "exposed"):
+        table.add_column(col, justify="left" if col in ("id", "kind", "exposed") else "right",
+                         no_wrap=col in ("id", "kind"))
+    for j in jobs:
+        if "error" in j:
+            table.add_row(j["id"], "", "", "[red]error[/]", "", "", "", j["error"])
+            continue
+        done = f"{j['iterations_done']}/{j['iterations_planned']}"
+        if not j["completed"]:
+            done = f"[red]{done}[/]"
+        serving = j.get("serving")
+        if serving:
+            share = serving.get("kv_share_of_ttft")
+            table.add_row(j["id"], j["kind"], str(j["ranks"]),
+                          f"{serving['completed']}/{serving['requests']}",
+                          u.t(serving["ttft_p50_s"]), u.t(serving["ttft_p99_s"]),
+                          u.t(serving["tpot_mean_s"]),
+                          "" if share is None else f"KV {share:.0%} of TTFT")
+            continue
+        exposed = " ".join(f"{k.upper()} {u.t(v)}" for k, v in
+                           (j.get("exposed_mean_s") or {}).items() if v)
+        table.add_row(j["id"], j["kind"], str(j["ranks"]), done, u.t(j["iteration_mean_s"]),
+                      u.t(j["iteration_p99_s"]), u.t(j["compute_mean_s"]), exposed or "none")
     return table
 
 

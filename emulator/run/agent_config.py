@@ -44,6 +44,7 @@ from emulator.topology import Topology
 
 if TYPE_CHECKING:
     from emulator.scenario.collectives import Op
+    from emulator.scenario.jobs_plan import Work
 
 # Rate samples kept per QP: the runner polls full stats for its progress bar.
 MAX_RATE_SAMPLES = 2000
@@ -203,7 +204,7 @@ def min_timeout_ms(scenario: Scenario, flows: Sequence[FlowSpec] | None = None, 
 def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                         start_at_unix: float | None = None,
                         qps: Sequence[QpPlan] | None = None,
-                        graph: Sequence[Op] = (), *,
+                        graph: Sequence[Op] = (), *, jobs: Sequence[Work] = (),
                         dcqcn_time_scale: float | None = None,
                         pfc_response_ns: int | None = None) -> dict[str, dict[str, Any]]:
     """Server name -> agent JSON config (see the module docstring). Flows
@@ -258,7 +259,7 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
     for event in scenario.events:
         if event.gpu is not None:  # a PFC storm: the GPU's NIC, with or without flows
             nic(topo.gpu(event.gpu).server, event.gpu)
-    graph_flows = {op.flow for op in graph}
+    graph_flows = {op.flow for op in graph} | {w.flow for w in jobs if w.flow}
     for qp in plans:
         # inside a scale-up domain, over its switch when the topology has it built
         inside = tier and topo.same_domain(qp.src_gpu, qp.dst_gpu)
@@ -297,4 +298,38 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                 "qp": qp.qpn, "size_bytes": size, "op": ops[qp.flow],
                 "tag": op.tag if qp.stripe == 0 else f"{op.tag}.{qp.stripe}",
                 "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
+    _job_work(configs, jobs, stripes_of, ops, scenario.source)
     return configs
+
+
+def _job_work(configs: dict[str, dict[str, Any]], works: Sequence[Work],
+              stripes_of: dict[str, list[QpPlan]], ops: dict[str, str], source: str) -> None:
+    """Jobs' work-graph entries (:mod:`emulator.scenario.jobs_plan`): compute entries,
+    and messages striped over their flow's QPs; ``after`` by index in the agent's list
+    (a striped message is done when all its stripes are posted)."""
+    index: dict[str, list[int]] = {}
+    for work in works:
+        if work.server not in configs:  # a server that sends and receives nothing
+            continue
+        messages = configs[work.server]["workload"]["messages"]
+        after = sorted(i for tag in work.after for i in index[tag])
+        after_rx = []
+        for flow, count in work.after_rx:
+            deps = stripes_of[flow]
+            if deps[0].dst_server != work.server:
+                raise ScenarioError(f"{source}: {work.tag} waits for {flow}, which arrives at "
+                                    f"{deps[0].dst_server}, not at {work.server}")
+            after_rx.extend([dep.qpn, count] for dep in deps)
+        common = {"tag": work.tag, "at_s": work.at_ns / 1e9, "after": after,
+                  "after_rx": after_rx}
+        if work.op == "compute":
+            index[work.tag] = [len(messages)]
+            messages.append({**common, "op": "compute", "delay_s": work.duration_ns / 1e9})
+            continue
+        mine = stripes_of[work.flow]
+        index[work.tag] = []
+        for qp, size in zip(mine, stripes(work.size_bytes, len(mine))):
+            index[work.tag].append(len(messages))
+            messages.append({**common, "qp": qp.qpn, "size_bytes": size or 1,
+                             "op": ops[qp.flow],
+                             "tag": work.tag if qp.stripe == 0 else f"{work.tag}.{qp.stripe}"})

@@ -90,7 +90,7 @@ from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import emulated, emulation_warnings
 from emulator.scenario.spec import FlowSpec, Scenario
-from emulator.scenario.workload import collective_plans, expand_workload
+from emulator.scenario.workload import collective_plans, expand_workload, job_plans
 
 TICK_S = 0.05
 STATS_EVERY_S = 0.5
@@ -169,6 +169,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
     refuse_scale_up_flows(scenario, flows)
     plans = collective_plans(scenario)
     graph = [op for plan in plans for op in plan.ops]
+    jobs = job_plans(scenario)
     switch_points = [p for p in scenario.capture.points if p.port is not None]
     if switch_points and target != "builtin":
         raise ScenarioError(f"{scenario.source}: capturing switch ports needs the builtin "
@@ -242,6 +243,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
             start_unix = time.time() + START_MARGIN_S + START_PER_AGENT_S * len(servers)
             configs = build_agent_configs(
                 scenario, flows, start_unix, qps, graph,
+                jobs=[w for job in jobs for w in job.works],
                 pfc_response_ns=scenario.switches.pfc.response_ns or LIVE_RESPONSE_NS)
             for config in configs.values():  # live: agents on time on a busy machine
                 config["run"]["realtime_priority"] = AGENT_REALTIME_PRIORITY
@@ -322,7 +324,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                                  "fidelity": fidelity,
                                  **({"time_scale_choice": scenario.time_scale_choice}
                                     if scenario.time_scale_choice else {}),
-                                 **({"captures": captures} if captures else {})}), say)
+                                 **({"captures": captures} if captures else {})}, jobs), say)
 
 
 def _read_all(read: Callable[[str], Any], switches: Any,
@@ -414,7 +416,9 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
                     clock = f"t={max(t, 0):.1f}/{scenario.duration_s:.1f} s" if t >= 0 \
                         else f"start in {-t:.1f} s"
                     bar.update(task, completed=min(done, sized) if sized else done, clock=clock)
-                    if sized_only and not pending and t >= 0 and done >= sized:
+                    # ... and every work-graph entry done (a job's last compute too)
+                    if sized_only and not pending and t >= 0 and done >= sized and not any(
+                            a.get("graph_pending") for a in polled.values()):
                         return _ended("work done", t, scenario)
                 time.sleep(min(TICK_S, max(0.0, end - time.time())))
     finally:

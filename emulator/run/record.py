@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from emulator.fidelity.verdict import virtual_fidelity
 from emulator.measure.collective_metrics import collective_results
+from emulator.measure.job_metrics import job_results
 from emulator.measure.results import assemble, check_invariants, write_csvs, write_series_csvs
 from emulator.scenario.spec import Scenario
 
@@ -34,6 +35,7 @@ class RunRecord:
     end_unix: float
     partial: bool
     extra: dict[str, Any]
+    jobs: list = field(default_factory=list)  # the jobs' plans (emulator.scenario.jobs_plan)
 
 
 def finish_run(run: RunRecord, say: Callable[[str], None]) -> dict[str, Any]:
@@ -45,6 +47,10 @@ def finish_run(run: RunRecord, say: Callable[[str], None]) -> dict[str, Any]:
     if run.plans:
         extra["collectives"] = collective_results(run.plans, run.qps, run.agent_stats,
                                                   run.start_unix)
+    if run.jobs:
+        extra["jobs"] = job_results(run.jobs, run.agent_stats, run.start_unix, run.out,
+                                    run.scenario.topology,
+                                    clock="sim" if run.target == "sim" else "live", say=say)
     results = assemble(run.scenario, run.target, run.flows, run.qps, run.agent_stats,
                        run.counters, run.queue_stats, start_unix=run.start_unix,
                        end_unix=run.end_unix, partial=run.partial, extra=extra)

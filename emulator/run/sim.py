@@ -63,7 +63,7 @@ from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import native
 from emulator.scenario.spec import EventSpec, Scenario
-from emulator.scenario.workload import collective_plans, expand_workload
+from emulator.scenario.workload import collective_plans, expand_workload, job_plans
 from emulator.sim.parallel import WindowStats, run_windows
 from emulator.sim.partition import describe
 from emulator.topology import scale_up_tier
@@ -180,6 +180,8 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
             apply_buffer_overrides(scenario, actions)
             timings["fabric_up_s"] = round(time.perf_counter() - wall, 3)
             configs = build_agent_configs(scenario, flows, 0.0, qps, graph,
+                                          jobs=[w for job in job_plans(scenario)
+                                                for w in job.works],
                                           dcqcn_time_scale=1.0)
             for server in servers:
                 cfg = configs[server]
@@ -303,7 +305,7 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
         extra["captures"] = captures
     return finish_run(RunRecord(scenario, "sim", out, flows, qps, plans, agent_stats,
                                 merged.counters, merged.queue_stats, merged.queue_series, 0.0,
-                                end, merged.partial, extra), say)
+                                end, merged.partial, extra, job_plans(scenario)), say)
 
 
 def with_scale_up_tier(scenario: Scenario) -> Scenario:

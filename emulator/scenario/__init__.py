@@ -13,8 +13,12 @@ either clock, :mod:`emulator.measure` turns what it measured into results.
 - the typed spec (:mod:`.spec`), units (:mod:`.units`) and name patterns
   (:mod:`.names`), parsed by :mod:`.parse` and :mod:`.parse_collectives`,
   checked across keys by :mod:`.checks`;
-- :func:`expand_workload` (:mod:`.workload`): generators and collectives to
-  flows; :mod:`.collectives`: a collective's flows and dependent messages;
+- :func:`expand_workload` (:mod:`.workload`): generators, collectives and
+  jobs to flows; :mod:`.collectives`: a collective's flows and dependent
+  messages; jobs (``workload.jobs``): a training step's model and graph
+  (:mod:`.jobs_model`, :mod:`.jobs_graph`), serving (:mod:`.jobs_serve`),
+  Chakra traces (:mod:`.chakra`), parsed by :mod:`.jobs_parse` into
+  :mod:`.jobs_spec`, planned into flows and agent work by :mod:`.jobs_plan`;
 - :func:`to_fabric_settings` (:mod:`.fabric`): the controller's settings.
 - ``time_scale`` (:mod:`.scale`): a file in data-centre units, emulated
   k times slower; the loader returns the emulated scenario. ``auto`` asks

@@ -29,8 +29,11 @@ the ranks' traces: a node depends on its ``data_deps`` and ``ctrl_deps``
 ``duration_micros``; a SEND is a transfer (kind ``pp``) and its matching
 RECV (same src, dst and tag) stands for it: its dependants wait for the SEND
 and for the RECV's own dependencies; a COLL is a collective of kind
-``pg_name`` when it is tp/pp/dp/ep (else ep for ALL_TO_ALL, dp otherwise)
-among ``groups[pg_name]`` ranks (default: every rank of the trace).
+tp/pp/dp/ep when ``pg_name`` starts so (``dp``, ``dp3``; else ep for
+ALL_TO_ALL, dp otherwise)
+among ``groups[pg_name]`` ranks (default: every rank of the trace); the
+k-th collective of a process group on each rank is one instance (NCCL runs
+a communicator's collectives in order), its members the ranks that have it.
 """
 
 from __future__ import annotations
@@ -226,6 +229,7 @@ def trace_graph(ranks: Sequence[Sequence[TraceNode]],
 
     out = []
     for r, nodes in enumerate(ranks):
+        seen: dict[str, int] = {}  # the k-th collective of a process group on this rank
         for n in nodes:
             nid = f"r{r}/{n.id}"
             if nid in recv:
@@ -235,12 +239,16 @@ def trace_graph(ranks: Sequence[Sequence[TraceNode]],
             if n.type == COMP_NODE:
                 out.append(Node(nid, "compute", nid, deps, n.duration_us * 1e-6, rank=r))
             elif n.type == COMM_SEND_NODE:
-                out.append(Node(nid, "pp", nid, deps, 0.0, size, 2, r))
+                out.append(Node(nid, "pp", nid, deps, 0.0, size, 2, r,
+                                int(n.attrs.get("comm_dst", -1))))
             elif n.type == COMM_COLL_NODE:
                 pg = str(n.attrs.get("pg_name", ""))
-                kind = pg if pg in COMM_KINDS else (
+                kind = pg[:2] if pg[:2] in COMM_KINDS else (
                     "ep" if n.attrs.get("comm_type") == ALL_TO_ALL else "dp")
-                out.append(Node(nid, kind, nid, deps, 0.0, size, groups.get(pg, len(ranks)), r))
+                k = seen.get(pg, 0)
+                seen[pg] = k + 1
+                out.append(Node(nid, kind, nid, deps, 0.0, size, groups.get(pg, len(ranks)), r,
+                                instance=f"{pg or kind}#{k}"))
             else:
                 out.append(Node(nid, "compute", nid, deps, 0.0, rank=r))
     return out

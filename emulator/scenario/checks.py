@@ -34,6 +34,7 @@ from emulator.scenario.spec import RETH_BYTES, EventSpec, FlowSpec, PortSettings
 from emulator.targets.builtin.mmu import headroom_bytes
 from emulator.scenario.units import Threshold, format_duration, format_size
 from emulator.scenario.collectives import plan_collective
+from emulator.scenario.jobs_plan import plan_job
 from emulator.scenario.workload import expand_generator
 from emulator.topology import Topology
 from emulator.topology.units import format_rate
@@ -233,7 +234,9 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
                lambda g, path: _pair_path(g.kind, path)),
               ("collectives", scenario.collectives,
                lambda c: plan_collective(c, scenario.topology, scenario.seed).flows,
-               lambda c, path: path))
+               lambda c, path: path),
+              ("jobs", scenario.jobs, lambda j: plan_job(j, scenario.topology).flows,
+               lambda j, path: path))
     for section, items, make, flow_path in makers:
         kind = section[:-1]
         ids: dict[str, int] = {}
@@ -258,7 +261,8 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
                 by_id[flow.id] = flow
                 origin[flow.id] = f"workload.{section}[{index}]"
     if not by_id:
-        raise where.error(["workload"], "makes no flows; give flows, generators or collectives")
+        raise where.error(["workload"], "makes no flows; give flows, generators or collectives "
+                                        "(or jobs whose GPUs span servers)")
     return by_id
 
 

@@ -42,12 +42,12 @@ the server's number.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from emulator.scenario.jobs_model import Gpu, ModelShape
 from emulator.topology import Topology
 
-COMM_KINDS = ("tp", "pp", "dp", "ep")
+COMM_KINDS = ("tp", "pp", "dp", "ep", "kv")  # kv: a KV cache handed to a decode GPU
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,9 @@ class Node:
     size_bytes: int = 0
     group: int = 1  # ranks taking part in the communication
     rank: int = 0  # the GPU (here: pipeline stage) it runs on; a transfer's sender
+    peer: int = -1  # a transfer's receiver (rank)
+    instance: str = ""  # a collective: the same on every rank taking part (world graphs)
+    release_s: float = 0.0  # not before this (s from the job's start): a request's arrival
 
 
 def _one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:
@@ -178,10 +181,10 @@ def build_step(job: TrainingJob) -> list[Node]:
             done = nodes[-1].id
             if phase == "F" and s < job.pp - 1:
                 nodes.append(Node(f"pp/F{s}>{s + 1}/{j}", "pp", f"pp{s}>{s + 1}", (done,),
-                                  0.0, act, 2, s))
+                                  0.0, act, 2, s, s + 1))
             if phase == "B" and s > 0:
                 nodes.append(Node(f"pp/B{s}>{s - 1}/{j}", "pp", f"pp{s}>{s - 1}", (done,),
-                                  0.0, act, 2, s))
+                                  0.0, act, 2, s, s - 1))
         if job.dp > 1:
             nodes += _buckets(job, s, per_stage, last_bwd)
     return nodes
@@ -219,6 +222,16 @@ class FabricCost:
     latency_s: float = 0.0
     scale_up_free: bool = True  # TP inside a server: instantaneous, as collectives.py takes it
 
+    @classmethod
+    def frames(cls, rate_bps: float, mtu_bytes: int, link_delay_s: float, links: int,
+               overhead_bytes: int = 58) -> FabricCost:
+        """The idle fabric in frames: ``mtu_bytes`` of payload per frame of
+        ``overhead_bytes`` more (RoCEv2 over Ethernet: 58), a message's last frame
+        stored and forwarded by each of the ``links - 1`` switches, and the links' delays."""
+        frame_s = (mtu_bytes + overhead_bytes) * 8 / rate_bps
+        return cls(rate_bps * mtu_bytes / (mtu_bytes + overhead_bytes),
+                   latency_s=links * link_delay_s + (links - 1) * frame_s)
+
     def __call__(self, node: Node) -> float:
         n, size = node.group, node.size_bytes
         if node.kind == "tp" and self.scale_up_free:
@@ -243,18 +256,48 @@ class StepResult:
     end_s: dict[str, float] = field(repr=False)
 
 
-def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult:
-    """Start and end of every node; ValueError on a cycle or a missing dependency."""
-    by_id = {node.id: node for node in nodes}
+def predecessors(nodes: Sequence[Node]) -> dict[str, list[str]]:
+    """What each node waits for: the node before it on its stream, then its deps;
+    ValueError on a missing dependency."""
+    ids = {node.id for node in nodes}
     preds: dict[str, list[str]] = {}
     last_on: dict[str, str] = {}
     for node in nodes:
-        missing = [d for d in node.deps if d not in by_id]
+        missing = [d for d in node.deps if d not in ids]
         if missing:
             raise ValueError(f"node {node.id} depends on unknown {missing[0]}")
         before = [last_on[node.stream]] if node.stream in last_on else []
         preds[node.id] = before + list(node.deps)
         last_on[node.stream] = node.id
+    return preds
+
+
+def joins(nodes: Sequence[Node], preds: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """A collective finishes on no rank before every rank has joined it: each member
+    of an instance also waits, for the analysis, for what the other members wait for."""
+    members: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.instance:
+            members.setdefault(node.instance, []).append(node.id)
+    out: dict[str, list[str]] = {}
+    for ids in members.values():
+        for nid in ids:
+            out[nid] = [p for other in ids if other != nid for p in preds[other]]
+    return out
+
+
+def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult:
+    """Start and end of every node; ValueError on a cycle or a missing dependency.
+    Members of a collective instance (world graphs) start together (:func:`joins`)."""
+    preds = predecessors(nodes)
+    for nid, extra in joins(nodes, preds).items():
+        preds[nid] = preds[nid] + [p for p in extra if p not in preds[nid]]
+    return analyse(nodes, preds, *_schedule(nodes, preds, cost))
+
+
+def _schedule(nodes: Sequence[Node], preds: Mapping[str, Sequence[str]],
+              cost: Callable[[Node], float]) -> tuple[dict[str, float], dict[str, float]]:
+    by_id = {node.id: node for node in nodes}
     succ: dict[str, list[str]] = {node.id: [] for node in nodes}
     waiting = {}
     for nid, ps in preds.items():
@@ -266,7 +309,7 @@ def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult
     while ready:
         nid = ready.pop()
         node = by_id[nid]
-        start[nid] = max((end[p] for p in preds[nid]), default=0.0)
+        start[nid] = max([end[p] for p in preds[nid]] + [node.release_s])
         end[nid] = start[nid] + (node.duration_s if node.kind == "compute" else cost(node))
         for s in succ[nid]:
             waiting[s] -= 1
@@ -274,14 +317,27 @@ def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult
                 ready.append(s)
     if len(end) != len(nodes):
         raise ValueError("the step's graph has a cycle")
+    return start, end
+
+
+def analyse(nodes: Sequence[Node], preds: Mapping[str, Sequence[str]],
+            start: Mapping[str, float], end: Mapping[str, float],
+            t0: float | None = None) -> StepResult:
+    """Iteration time (from ``t0``, default the first start), compute, exposed
+    communication and critical path of a step whose nodes ran from ``start`` to
+    ``end`` (computed by :func:`evaluate`, or measured); ``preds`` only among ``nodes``."""
+    by_id = {node.id: node for node in nodes}
+    if t0 is None:
+        t0 = min(start.values(), default=0.0)
     last = max(end, key=lambda nid: end[nid])
     path = [last]
-    while preds[path[-1]]:
+    while any(p in end for p in preds[path[-1]]):
         nid = path[-1]
         # what it waited for: the last to finish; on a tie (within 1 ps, sums of floats),
         # communication rather than compute, then the one that started last, then by kind
-        latest = max(end[p] for p in preds[nid])
-        path.append(max((p for p in preds[nid] if end[p] >= latest - 1e-12),
+        mine = [p for p in preds[nid] if p in end]
+        latest = max(end[p] for p in mine)
+        path.append(max((p for p in mine if end[p] >= latest - 1e-12),
                         key=lambda p: (by_id[p].kind != "compute", start[p], by_id[p].kind)))
     path.reverse()
     exposed = _exposed(nodes, path, start, end)
@@ -289,13 +345,15 @@ def evaluate(nodes: Sequence[Node], cost: Callable[[Node], float]) -> StepResult
     for node in nodes:
         if node.kind == "compute":
             compute[node.rank] = compute.get(node.rank, 0.0) + node.duration_s
-    return StepResult(iteration_s=end[last], compute_s=max(compute.values(), default=0.0),
-                      exposed_s=exposed, critical_path=path, start_s=start, end_s=end)
+    return StepResult(iteration_s=end[last] - t0, compute_s=max(compute.values(), default=0.0),
+                      exposed_s=exposed, critical_path=path, start_s=dict(start),
+                      end_s=dict(end))
 
 
 def _exposed(nodes: Sequence[Node], path: list[str], start: dict[str, float],
              end: dict[str, float]) -> dict[str, float]:
-    """Per kind, the time communication on the critical path ran while its GPU computed nothing."""
+    """Per kind, the time communication on the critical path ran while its GPU (a
+    transfer's: the receiver's) computed nothing."""
     busy: dict[int, list[tuple[float, float]]] = {}
     for node in nodes:
         if node.kind == "compute" and end[node.id] > start[node.id]:
@@ -309,14 +367,18 @@ def _exposed(nodes: Sequence[Node], path: list[str], start: dict[str, float],
         if node.kind not in exposed:
             continue
         a, b = start[nid], end[nid]
-        covered = sum(max(0.0, min(b, e) - max(a, s)) for s, e in busy.get(node.rank, ()))
+        who = node.peer if node.peer >= 0 else node.rank  # a transfer: its receiver waits
+        covered = sum(max(0.0, min(b, e) - max(a, s)) for s, e in busy.get(who, ()))
         exposed[node.kind] += b - a - covered
     return exposed
 
 
-def place(job: TrainingJob, topology: Topology, rail_aware: bool = True) -> list[str]:
-    """GPU name of each rank; ValueError when the job does not fit or TP would leave a server."""
-    gpus = list(topology.gpus)
+def place(job: TrainingJob, topology: Topology, rail_aware: bool = True,
+          among: Sequence[str] | None = None) -> list[str]:
+    """GPU name of each rank (from ``among``, default every GPU, in topology order);
+    ValueError when the job does not fit or TP would leave a server."""
+    chosen = None if among is None else set(among)
+    gpus = [g for g in topology.gpus if chosen is None or g.name in chosen]
     if job.world > len(gpus):
         raise ValueError(f"needs tp x pp x dp = {job.world} GPUs, the topology has {len(gpus)}")
     per_server: dict[str, list] = {}
@@ -335,4 +397,50 @@ def place(job: TrainingJob, topology: Topology, rail_aware: bool = True) -> list
         if not rail_aware:
             local = (local + server) % width
         out.append(sorted(servers[server], key=lambda g: g.index)[local].name)
+    return out
+
+
+def world_step(job: TrainingJob, iterations: int = 1) -> list[Node]:
+    """The step graph of every GPU (rank as :func:`place` numbers them), ``iterations``
+    steps one after the other: ids ``i{k}/d{dp}/t{tp}/{replica node id}``, streams per
+    rank, each collective's members sharing an ``instance``: DP buckets among the dp
+    replicas (expert buckets among those holding the same experts), EP all-to-alls
+    among the ep replicas of a group, TP all-reduces among the tp GPUs of a stage. A
+    stage's next iteration starts once its gradients are all-reduced (the optimizer
+    step, taken as instantaneous)."""
+    replica = build_step(job)
+    tp, dp, ep = job.tp, job.dp, job.ep
+
+    def rank(t: int, d: int, stage: int) -> int:
+        return t + tp * (d + dp * stage)
+
+    last_dp: dict[int, str] = {}
+    for n in replica:
+        if n.kind == "dp":
+            last_dp[n.rank] = n.id
+    first_on: dict[str, str] = {}
+    for n in replica:
+        first_on.setdefault(n.stream, n.id)
+    out: list[Node] = []
+    for k in range(iterations):
+        for n in replica:
+            for d in range(dp):
+                for t in range(tp):
+                    pre = f"i{k}/d{d}/t{t}/"
+                    deps = [pre + x for x in n.deps]
+                    if k and first_on[n.stream] == n.id and n.rank in last_dp \
+                            and n.stream.startswith("s"):
+                        deps.append(f"i{k - 1}/d{d}/t{t}/{last_dp[n.rank]}")
+                    instance = ""
+                    if n.kind == "tp":
+                        instance = f"i{k}/d{d}/{n.id}"
+                    elif n.kind == "ep":
+                        instance = f"i{k}/t{t}/g{d // ep}/{n.id}"
+                    elif n.kind == "dp":
+                        expert = n.id.split("/")[-1].startswith("e")
+                        instance = f"i{k}/t{t}/" + (f"x{d % ep}/" if expert else "") + n.id
+                    out.append(Node(pre + n.id, n.kind, f"d{d}/t{t}/{n.stream}", tuple(deps),
+                                    n.duration_s, n.size_bytes, n.group,
+                                    rank(t, d, n.rank),
+                                    -1 if n.peer < 0 else rank(t, d, n.peer), instance))
     return out

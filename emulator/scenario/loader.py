@@ -30,7 +30,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Mapping
 
-from emulator.scenario import checks, parse, parse_collectives, scale
+from emulator.scenario import checks, jobs_parse, parse, parse_collectives, scale
 from emulator.scenario.errors import KeyLines, ScenarioError, Where
 from emulator.scenario.schema import TARGETS, check_schema
 from emulator.scenario.spec import Scenario
@@ -101,6 +101,8 @@ def scenario_from_dict(data: object, source: str = "<dict>",
         generators=parse.generators(ctx, workload.get("generators", []), switches.priorities),
         collectives=parse_collectives.collectives(ctx, workload.get("collectives", []),
                                                   switches.priorities),
+        jobs=jobs_parse.jobs(ctx, workload.get("jobs", []), switches.priorities, base_dir,
+                             data.get("seed", Scenario.seed)),
         events=parse.events(ctx, data.get("events", [])),
         capture=parse.capture(ctx, data.get("capture")),
         expect_checks=parse.expect_checks(ctx, data.get("expect_checks", [])),

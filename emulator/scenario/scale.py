@@ -88,6 +88,7 @@ DC_FIELDS: dict[str, tuple[str, ...]] = {
     "links": ("rate_bps",),
     "collectives": ("time_s", "algbw_bps", "busbw_bps", "latency_p50_s", "latency_p99_s",
                     "latency_max_s"),
+    "jobs": ("iteration_mean_s", "iteration_p99_s", "compute_mean_s"),
 }
 
 # Sections whose nested mappings, at any depth, get twins of these fields.
@@ -201,6 +202,8 @@ def emulated(written: Scenario, where: Where | None = None) -> Scenario:
         flows=tuple(_scaled(flow, k) for flow in written.flows),
         generators=tuple(_scaled(generator, k) for generator in written.generators),
         collectives=tuple(_scaled(collective, k) for collective in written.collectives),
+        jobs=tuple(replace(_scaled(job, k), compute_scale=job.compute_scale * k)
+                   for job in written.jobs),
         events=tuple(_scaled(event, k) for event in written.events),
         written=written,
     )

@@ -255,6 +255,78 @@ COLLECTIVE_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+# Jobs (emulator.scenario.jobs_spec): a training step from a model and its
+# parallelism, or Chakra traces; both run as the agents' work graphs.
+JOB_KINDS: tuple[str, ...] = ("training", "inference", "chakra")
+JOB_PLACEMENTS: tuple[str, ...] = ("rail-aware", "rail-unaware")
+MODEL_PRESETS: tuple[str, ...] = ("llama3-8b", "llama3-70b", "mixtral-8x7b")
+_NUMBER = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number"}
+_MODEL = {"type": ["string", "object"],
+          "description": f"a preset ({', '.join(MODEL_PRESETS)}) or a shape mapping "
+                         "{layers, hidden, heads, kv_heads, ffn, vocab, experts, top_k, "
+                         "bytes_per_element}",
+          "properties": {k: _int(0 if k == "experts" else 1) for k in (
+              "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k",
+              "bytes_per_element")},
+          "additionalProperties": False}
+_LENGTH = {"type": ["integer", "array"], "minimum": 1, "items": _int(1), "minItems": 2,
+           "maxItems": 2, "description": "tokens: a whole number, or [min, max] drawn "
+                                            "uniformly (e.g. 512 or [128, 2048])"}
+_JOB_COMMON: dict[str, Any] = {
+    "kind": {"enum": list(JOB_KINDS), "description": _one_of(JOB_KINDS)},
+    "id": _ID,
+    "gpus": _GPU_LIST,
+    "iterations": _int(1, 1000, "a whole number of iterations from 1 to 1000"),
+    "start": _DURATION,
+    "priority": _PRIORITY,
+    "qps": _int(1, MAX_QPS),
+}
+JOB_SCHEMAS: dict[str, dict[str, Any]] = {
+    "training": _obj("a training job", {
+        **_JOB_COMMON,
+        "model": _MODEL,
+        "seq": _int(1, hint="a whole number of tokens per sequence (e.g. 2048)"),
+        "micro_batch": _int(1, hint="sequences per micro-batch (e.g. 1)"),
+        "global_batch": _int(1, hint="sequences per iteration over all replicas (e.g. 64)"),
+        "tp": _int(1), "pp": _int(1), "dp": _int(1), "ep": _int(1),
+        "placement": {"enum": list(JOB_PLACEMENTS), "description": _one_of(JOB_PLACEMENTS)},
+        "bucket": _SIZE,
+        "overlap_dp": _BOOL,
+        "peak_tflops": _NUMBER,
+        "efficiency": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+                       "description": "a share of the peak from 0 (excluded) to 1"},
+    }, required=("kind", "id", "model", "seq", "micro_batch", "global_batch", "peak_tflops")),
+    "inference": _obj("an inference job", {
+        **{k: v for k, v in _JOB_COMMON.items() if k not in ("gpus", "iterations")},
+        "model": _MODEL,
+        "prefill": _GPU_LIST,
+        "decode": _GPU_LIST,
+        "requests": _int(1, 100000, "a whole number of requests from 1 to 100000"),
+        "interval": _DURATION,
+        "prompt": _LENGTH,
+        "output": _LENGTH,
+        "peak_tflops": _NUMBER,
+        "efficiency": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+                       "description": "a share of the peak from 0 (excluded) to 1"},
+        "hbm_tb_per_s": _NUMBER,
+        "stripe_rails": _BOOL,
+    }, required=("kind", "id", "model", "prefill", "decode", "requests", "prompt", "output",
+                 "peak_tflops")),
+    "chakra": _obj("a chakra job", {
+        **_JOB_COMMON,
+        "traces": _list({"type": "string", "description": "an ET file path (relative to the "
+                                                          "scenario file)"},
+                        "a list of Chakra ET files, one per rank in rank order, e.g. "
+                        "[trace/rank0.et, trace/rank1.et]", min_items=1),
+        "mapping": {"type": "string", "description": "a file (relative to the scenario file) "
+                                                     "with one GPU name per line, rank 0 first"},
+        "groups": {"type": "object", "description": "process group name -> ranks in it, "
+                                                    "e.g. {dp: 4}",
+                   "additionalProperties": _int(1)},
+    }, required=("kind", "id", "traces")),
+}
+
+
 def _by_kind(title: str, kinds: tuple[str, ...], schemas: Mapping[str, dict[str, Any]],
              example: str) -> dict[str, Any]:
     """A mapping whose ``kind`` picks the schema of the rest."""
@@ -337,6 +409,11 @@ SCHEMA: dict[str, Any] = {
                          "{kind: all-reduce, id: ar, servers: ['srv[0-3]'], size: 4MB}"),
                 "a list of collectives, e.g. [{kind: all-reduce, id: ar, gpus: [...], "
                 "size: 4MB}]"),
+            "jobs": _list(
+                _by_kind("a job", JOB_KINDS, JOB_SCHEMAS,
+                         "{kind: training, id: llm, model: llama3-8b, seq: 2048, "
+                         "micro_batch: 1, global_batch: 16, tp: 8, dp: 2, peak_tflops: 989}"),
+                "a list of jobs, e.g. [{kind: training, id: llm, model: llama3-8b, ...}]"),
         }, example="{flows: [...], generators: [...], collectives: [...]}"),
         "events": _list(_by_kind("an event", EVENT_KINDS, EVENT_SCHEMAS,
                                  "{at: 2s, kind: link_down, link: [leaf-r0-0, spine0]}"),

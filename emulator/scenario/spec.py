@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from emulator.control.fabric_plan import BufferSettings, EcnSettings, PfcSettings
 from emulator.scenario.units import Threshold
 from emulator.topology import Topology
+
+if TYPE_CHECKING:
+    from emulator.scenario.jobs_spec import JobSpec
 
 # The static cap of each lossy queue (SONiC's static_th; the dynamic
 # threshold of emulator.targets.builtin.mmu applies too); lossless queues
@@ -458,6 +461,7 @@ class Scenario:
     flows: tuple[FlowSpec, ...] = ()
     generators: tuple[GeneratorSpec, ...] = ()
     collectives: tuple[CollectiveSpec, ...] = ()
+    jobs: tuple[JobSpec, ...] = ()
     events: tuple[EventSpec, ...] = ()
     capture: CaptureSpec = field(default_factory=CaptureSpec)
     expect_checks: tuple[ExpectCheck, ...] = ()
@@ -494,7 +498,8 @@ class Scenario:
             "hosts": self.hosts.to_dict(),
             "workload": {"flows": [f.to_dict() for f in self.flows],
                          "generators": [g.to_dict() for g in self.generators],
-                         "collectives": [c.to_dict() for c in self.collectives]},
+                         "collectives": [c.to_dict() for c in self.collectives],
+                         "jobs": [j.to_dict() for j in self.jobs]},
             "events": [e.to_dict() for e in self.events],
             "capture": self.capture.to_dict(),
             "expect_checks": [c.to_dict() for c in self.expect_checks],

@@ -25,6 +25,7 @@ from typing import Mapping
 
 from emulator.scenario.collectives import CollectivePlan, plan_collective
 from emulator.scenario.errors import ScenarioError, key_text
+from emulator.scenario.jobs_plan import JobPlan, plan_job
 from emulator.scenario.spec import FlowSpec, GeneratorSpec, Scenario
 
 # Random swaps tried per GPU when mixing a permutation.
@@ -33,7 +34,7 @@ _MIXING_ROUNDS = 20
 
 def expand_workload(scenario: Scenario) -> list[FlowSpec]:
     """Every flow of the scenario: the written flows, then each generator's,
-    then each collective's, in order."""
+    then each collective's, then each job's, in order."""
     flows = list(scenario.flows)
     server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus + scenario.topology.nics}
     for index, generator in enumerate(scenario.generators):
@@ -44,7 +45,21 @@ def expand_workload(scenario: Scenario) -> list[FlowSpec]:
             raise ScenarioError(f"{scenario.source}: key '{key}': {exc}") from None
     for plan in collective_plans(scenario):
         flows.extend(plan.flows)
+    for job in job_plans(scenario):
+        flows.extend(job.flows)
     return flows
+
+
+def job_plans(scenario: Scenario) -> list[JobPlan]:
+    """The plan of every job (graph, flows, agents' work), in order."""
+    plans = []
+    for index, spec in enumerate(scenario.jobs):
+        try:
+            plans.append(plan_job(spec, scenario.topology))
+        except ValueError as exc:
+            key = key_text(["workload", "jobs", index])
+            raise ScenarioError(f"{scenario.source}: key '{key}': {exc}") from None
+    return plans
 
 
 def collective_plans(scenario: Scenario) -> list[CollectivePlan]:

@@ -81,3 +81,48 @@ def test_bad_graph_messages_are_refused(message, error):
     with pytest.raises(ConfigError) as exc:
         parse_config(host_config("a", messages=[{"qp": A, "size_bytes": 1, **message}]))
     assert error in str(exc.value)
+
+
+def test_compute_entries_chain_and_gate_what_waits_for_them():
+    # b: compute 5 ms once a's message is in, then 3 ms more (after the first), then
+    # answer; a plain message listed before them is not in the graph
+    net = pair(a={"messages": [{"qp": A, "size_bytes": SIZE, "tag": "x"}]},
+               b={"messages": [{"qp": B, "size_bytes": 100, "at_s": 0.5},
+                               {"op": "compute", "tag": "c0", "after_rx": [[B, 1]],
+                                "delay_s": 0.005},
+                               {"op": "compute", "tag": "c1", "after": [1], "delay_s": 0.003},
+                               {"qp": B, "size_bytes": SIZE, "tag": "y", "after": [2]}]})
+    net.run(1.0)
+    arrived = net.agents["b"].log.received[0]["last_at"]
+    c0, c1, y = net.agents["b"].graph.records()
+    assert c0["ready_at"] == pytest.approx(arrived)
+    assert c0["posted_at"] == pytest.approx(arrived + 0.005)
+    assert c1["ready_at"] == pytest.approx(c0["posted_at"])
+    assert c1["posted_at"] == pytest.approx(arrived + 0.008)
+    assert y["ready_at"] == pytest.approx(c1["posted_at"]) and y["id"] is not None
+    assert c0["id"] is None and net.agents["b"].graph.pending() == 0
+
+
+def test_a_message_waits_for_the_last_of_its_local_and_remote_dependencies():
+    # compute of 1 ms from the start, and a's message (arrives after ~50 us + wire):
+    # the answer leaves at the later of the two
+    net = pair(a={"messages": [{"qp": A, "size_bytes": SIZE, "tag": "x", "at_s": 0.01}]},
+               b={"messages": [{"op": "compute", "tag": "c", "delay_s": 0.001},
+                               {"qp": B, "size_bytes": 100, "tag": "y", "after": [0],
+                                "after_rx": [[B, 1]]}]})
+    net.run(0.5)
+    arrived = net.agents["b"].log.received[0]["last_at"]
+    assert arrived > 0.01
+    assert net.agents["b"].graph.records()[1]["ready_at"] == pytest.approx(arrived)
+
+
+@pytest.mark.parametrize("messages, error", [
+    ([{"op": "compute", "qp": A, "delay_s": 1}], "no qp and no size_bytes"),
+    ([{"op": "compute", "delay_s": 1, "after": [0]}], "waits for no earlier one"),
+    ([{"qp": A, "size_bytes": 1}, {"op": "compute", "after": [0]}], "not in the work graph"),
+    ([{"op": "compute", "delay_s": 1}, {"op": "compute", "after": [1]}], "after[0]"),
+])
+def test_bad_compute_entries_are_refused(messages, error):
+    with pytest.raises(ConfigError) as exc:
+        parse_config(host_config("a", messages=messages))
+    assert error in str(exc.value)

@@ -87,7 +87,9 @@ def step_to_traces(nodes):
                                         {"comm_type": ALL_TO_ALL if node.kind == "ep"
                                          else ALL_REDUCE,
                                          "comm_size": node.size_bytes,
-                                         "pg_name": "edp" if "/e" in node.id else node.kind}))
+                                         # one communicator per stage's group
+                                         "pg_name": ("edp" if "/e" in node.id
+                                                     else node.kind) + str(src)}))
     return [ranks[r] for r in sorted(ranks)]
 
 
@@ -105,7 +107,8 @@ def test_trace_of_a_step_matches_the_step(tmp_path):
         paths.append(tmp_path / f"rank{r}.et")
         write_trace(paths[-1], nodes)
     read = [read_trace(p)[1] for p in paths]
-    graph = trace_graph(read, groups={"tp": 2, "dp": 4, "ep": 2, "edp": 2})
+    graph = trace_graph(read, groups={f"{pg}{r}": n for r in (0, 1) for pg, n in
+                                      (("tp", 2), ("dp", 4), ("ep", 2), ("edp", 2))})
     for cost in (FabricCost(rate_bps=100e9, latency_s=2e-6), FabricCost(rate_bps=5e9)):
         want, got = evaluate(step, cost), evaluate(graph, cost)
         assert got.iteration_s == pytest.approx(want.iteration_s, rel=1e-9)

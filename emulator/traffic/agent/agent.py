@@ -18,6 +18,7 @@ now or later (the control channel's ``post``).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Callable
 
 from emulator.traffic.agent.config import AgentConfig, MessageSpec
@@ -74,7 +75,11 @@ class Agent:
         for spec in config.messages:
             if spec.count and not spec.in_graph:
                 self.timers.schedule(start + spec.at_s, self._workload_timer(spec, 0))
-        self.graph = WorkGraph([s for s in config.messages if s.in_graph], self.timers, start,
+        # ``after`` names indices of config.messages; the graph numbers its own
+        in_graph = {i: k for k, i in enumerate(
+            i for i, s in enumerate(config.messages) if s.in_graph)}
+        self.graph = WorkGraph([replace(s, after=tuple(in_graph[a] for a in s.after))
+                                for s in config.messages if s.in_graph], self.timers, start,
                                self.post, wall_offset=wall_offset)
         if len(self.graph):
             self.log.listeners.append(self.graph.on_log)

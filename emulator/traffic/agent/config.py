@@ -58,7 +58,10 @@ shown with its default where it has one::
   until responder QP ``qpn`` has received ``n`` messages), ``delay_s``
   (wait this long once ready: compute time) or ``tag`` (its name in the
   records) belongs to the work graph (:mod:`.workgraph`): posted once, in
-  file order per QP, when all its conditions hold.
+  file order per QP, when all its conditions hold. ``after`` (indices of
+  earlier graph messages of this list) waits for those to be done: posted,
+  or for an entry with ``op: compute`` (no ``qp``, no bytes: a GPU's
+  compute of ``delay_s``), its time over.
 - ``run``: ``duration_s`` (stop after; null = until SIGTERM/SIGINT or a
   ``stop`` command), where to write the stats and the control socket (the
   command line overrides both), whether to check every frame's ICRC, caps
@@ -87,6 +90,9 @@ from emulator.traffic.agent.dcqcn import DcqcnParams
 from emulator.traffic.roce import CNP_DSCP, MAX_PSN, MAX_QPN, mac_bytes
 
 OPS = ("write", "send")
+# A work-graph entry that sends nothing: it takes delay_s (a GPU's compute)
+# once ready, and what waits for it (``after``) goes on then.
+COMPUTE_OP = "compute"
 ECN_MODES = ("auto", "ect0", "ect1", "not-ect")
 CNP_PRIORITY = 6
 
@@ -179,10 +185,14 @@ class MessageSpec:
     after_rx: tuple[tuple[int, int], ...] = ()
     delay_s: float = 0.0
     tag: str | None = None
+    # ... and once the earlier graph messages at these indices of
+    # workload.messages are done (posted; a compute: its delay_s over)
+    after: tuple[int, ...] = ()
 
     @property
     def in_graph(self) -> bool:
-        return bool(self.after_rx) or self.delay_s > 0 or self.tag is not None
+        return (bool(self.after_rx) or bool(self.after) or self.delay_s > 0
+                or self.tag is not None or self.op == COMPUTE_OP)
 
 
 @dataclass(frozen=True)
@@ -248,9 +258,14 @@ def parse_config(data: Any) -> AgentConfig:
     _unique([q.qpn for q in qps], "qps", "qpn")  # unique per agent: the workload names QPs by it
     workload = _obj(top.get("workload", {}), "workload", {"start_at_unix", "messages"})
     qpns = {q.qpn for q in qps}
-    messages = tuple(_message(m, f"workload.messages[{i}]", qpns)
+    messages = tuple(_message(m, f"workload.messages[{i}]", qpns, i)
                      for i, m in enumerate(_list(workload.get("messages", []),
                                                  "workload.messages")))
+    for i, m in enumerate(messages):
+        for dep in m.after:
+            if not messages[dep].in_graph:
+                raise ConfigError(f"workload.messages[{i}].after: message {dep} is not in the "
+                                  "work graph (it has no tag, after_rx, after or delay_s)")
     start_at = workload.get("start_at_unix")
     if start_at is not None:
         start_at = _number(start_at, "workload.start_at_unix")
@@ -341,17 +356,21 @@ def _max_rate(raw: Any, where: str) -> float | None:
     return rate
 
 
-def _message(raw: Any, where: str, qpns: set[int]) -> MessageSpec:
+def _message(raw: Any, where: str, qpns: set[int], index: int = 0) -> MessageSpec:
     obj = _obj(raw, where, {f.name for f in fields(MessageSpec)})
+    op = obj.get("op", "write")
+    if op == COMPUTE_OP:  # no QP, no bytes
+        if obj.get("qp", -1) != -1 or obj.get("size_bytes", 0) != 0:
+            raise ConfigError(f"{where}: a compute entry has no qp and no size_bytes")
+        obj = {**obj, "qp": -1, "size_bytes": 0}
     for key in ("qp", "size_bytes"):
         if key not in obj:
             raise ConfigError(f"{where}: missing {key!r}")
-    qp = _int(obj["qp"], f"{where}.qp", 0, MAX_QPN)
-    if qp not in qpns:
+    qp = -1 if op == COMPUTE_OP else _int(obj["qp"], f"{where}.qp", 0, MAX_QPN)
+    if op != COMPUTE_OP and qp not in qpns:
         raise ConfigError(f"{where}.qp: no queue pair {qp}")
-    op = obj.get("op", "write")
-    if op not in OPS:
-        raise ConfigError(f"{where}.op must be one of {', '.join(OPS)}")
+    if op not in OPS and op != COMPUTE_OP:
+        raise ConfigError(f"{where}.op must be one of {', '.join(OPS)} (or {COMPUTE_OP})")
     after = []
     for n, dep in enumerate(_list(obj.get("after_rx", []), f"{where}.after_rx")):
         if not isinstance(dep, list) or len(dep) != 2:
@@ -361,6 +380,10 @@ def _message(raw: Any, where: str, qpns: set[int]) -> MessageSpec:
             raise ConfigError(f"{where}.after_rx[{n}]: no queue pair {dep_qp}")
         after.append((dep_qp, _int(dep[1], f"{where}.after_rx[{n}][1]", 1, 1 << 31)))
     tag = obj.get("tag")
+    local = tuple(_int(dep, f"{where}.after[{n}]", 0, index - 1 if index else 0)
+                  for n, dep in enumerate(_list(obj.get("after", []), f"{where}.after")))
+    if index == 0 and local:
+        raise ConfigError(f"{where}.after: the first message waits for no earlier one")
     spec = MessageSpec(qp=qp, size_bytes=_int(obj["size_bytes"], f"{where}.size_bytes", 0,
                                               1 << 40),
                        op=op, at_s=_nonneg(obj.get("at_s", 0.0), f"{where}.at_s"),
@@ -368,7 +391,7 @@ def _message(raw: Any, where: str, qpns: set[int]) -> MessageSpec:
                        interval_s=_nonneg(obj.get("interval_s", 0.0), f"{where}.interval_s"),
                        after_rx=tuple(after),
                        delay_s=_nonneg(obj.get("delay_s", 0.0), f"{where}.delay_s"),
-                       tag=None if tag is None else _str(tag, f"{where}.tag"))
+                       tag=None if tag is None else _str(tag, f"{where}.tag"), after=local)
     if spec.in_graph and spec.count != 1:
         raise ConfigError(f"{where}: a message with after_rx, delay_s or tag is posted once "
                           f"(count 1), not {spec.count} times")

@@ -17,6 +17,13 @@ So the k-th graph message of a QP is the k-th message its peer receives,
 which is how the runner matches the receivers' records to the steps of a
 collective.
 
+A message may also wait for earlier graph entries of this agent
+(``after``: their indices in the graph) to be **done**: a message is done
+when posted; an entry with op ``compute`` posts nothing and is done
+``delay_s`` after it became ready (a GPU's compute, as a training step's
+layers: what comes next on that GPU, or what the GPU sends then, waits for
+it). Its record's ``posted_at`` is then when it was done.
+
 Arrivals are learnt from the agent's :class:`~.stats.MessageLog` (its
 ``receive`` records); posting happens from a timer, never inside the
 frame handler that delivered the data. :meth:`WorkGraph.records` gives one
@@ -29,18 +36,20 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Sequence
 
-from emulator.traffic.agent.config import MessageSpec
+from emulator.traffic.agent.config import COMPUTE_OP, MessageSpec
 from emulator.traffic.agent.timers import TimerHeap
 
 PostFn = Callable[[int, str, int, float], int | None]
 
 
 class _Entry:
-    __slots__ = ("spec", "waiting", "ready_at", "posted_at", "msg_id", "failed")
+    __slots__ = ("spec", "waiting", "ready_at", "posted_at", "msg_id", "failed", "then")
 
     def __init__(self, spec: MessageSpec) -> None:
         self.spec = spec
-        self.waiting = len(spec.after_rx) + 1  # the dependencies, and the start time
+        # the dependencies, and the start time
+        self.waiting = len(spec.after_rx) + len(spec.after) + 1
+        self.then: list[_Entry] = []  # entries waiting for this one to be done
         self.ready_at: float | None = None
         self.posted_at: float | None = None
         self.msg_id: int | None = None
@@ -68,8 +77,11 @@ class WorkGraph:
         self._waiting: dict[int, list[tuple[int, _Entry]]] = defaultdict(list)
         for entry in self.entries:
             spec = entry.spec
-            self._fifo[spec.qp].append(entry)
-            self._next.setdefault(spec.qp, 0)
+            for index in spec.after:
+                self.entries[index].then.append(entry)
+            if spec.op != COMPUTE_OP:
+                self._fifo[spec.qp].append(entry)
+                self._next.setdefault(spec.qp, 0)
             for qpn, count in spec.after_rx:
                 self._waiting[qpn].append((count, entry))
             self.timers.schedule(start + spec.at_s, lambda t, e=entry: self._satisfy(e, t))
@@ -105,8 +117,15 @@ class WorkGraph:
         # post from a timer: never inside the frame handler that delivered the data
         self.timers.schedule(now + entry.spec.delay_s, lambda t, e=entry: self._release(e, t))
 
+    def _done(self, entry: _Entry, now: float) -> None:
+        for waiter in entry.then:
+            self._satisfy(waiter, now)
+
     def _release(self, entry: _Entry, now: float) -> None:
         entry.posted_at = now  # provisional: marks it releasable
+        if entry.spec.op == COMPUTE_OP:
+            self._done(entry, now)
+            return
         qpn = entry.spec.qp
         fifo = self._fifo[qpn]
         index = self._next[qpn]
@@ -117,17 +136,21 @@ class WorkGraph:
                 head.msg_id = self._post(qpn, head.spec.op, head.spec.size_bytes, now)
             except Exception as exc:  # the QP is in error: nothing more goes on it
                 head.failed = str(exc)
+            else:
+                self._done(head, now)
             index += 1
         self._next[qpn] = index
 
     def pending(self) -> int:
         """Graph messages not posted yet."""
-        return sum(1 for e in self.entries if e.msg_id is None and e.failed is None)
+        return sum(1 for e in self.entries if e.failed is None and (
+            e.msg_id is None if e.spec.op != COMPUTE_OP else e.posted_at is None))
 
     def records(self) -> list[dict[str, Any]]:
         wall = self.wall
         return [{"tag": e.spec.tag, "qp": e.spec.qp, "size": e.spec.size_bytes,
                  "ready_at": None if e.ready_at is None else e.ready_at + wall,
-                 "posted_at": None if e.msg_id is None else e.posted_at + wall,
+                 "posted_at": None if e.posted_at is None or (
+                     e.msg_id is None and e.spec.op != COMPUTE_OP) else e.posted_at + wall,
                  "id": e.msg_id, "error": e.failed}
                 for e in self.entries]

@@ -1,0 +1,182 @@
+"""From the schema-checked ``workload.jobs`` list to
+:class:`~emulator.scenario.jobs_spec.JobSpec` (model, placement and traces
+resolved); every error is one line naming the key.
+
+- ``training``: ``model`` is a preset name or a shape; ``peak_tflops`` x
+  ``efficiency`` (default 0.5) is the GPU's compute; ``placement``
+  ``rail-aware`` (default) or ``rail-unaware`` puts tp x pp x dp ranks on
+  ``gpus`` (default: every GPU) as :func:`~.jobs_graph.place` does.
+- ``inference``: ``prefill`` and ``decode`` GPU pools (disjoint, topology
+  order), ``requests`` arriving as a Poisson process of mean gap
+  ``interval`` (seeded by the scenario's seed and the job's id; all at once
+  without it), ``prompt`` and ``output`` lengths fixed or ``[min, max]``
+  uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35), ``stripe_rails``
+  (default false) to spread each KV cache over the servers' NICs;
+- ``chakra``: ``traces`` (one ET file per rank), ranks onto GPUs by the
+  ``gpus`` list (rank r on the r-th GPU, in the order written, patterns in
+  topology order) or a ``mapping`` file (one GPU name per line), else the
+  first GPUs of the topology; ``groups`` gives a process group's size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from emulator.scenario.chakra import ChakraError, read_trace, trace_graph
+from emulator.scenario.errors import KeyPath
+from emulator.scenario.jobs_graph import TrainingJob, place
+from emulator.scenario.jobs_model import PRESETS, Gpu, ModelShape
+from emulator.scenario.jobs_serve import ServingJob, poisson_requests
+from emulator.scenario.jobs_spec import JobSpec
+from emulator.scenario.parse import Context, Raw, _size, duration
+from emulator.scenario.parse_collectives import _ordered_gpus
+from emulator.scenario.spec import BEST_EFFORT_PRIORITY, PrioritySpec
+
+DEFAULT_EFFICIENCY = 0.5
+DEFAULT_HBM_TB_PER_S = 3.35  # H100 SXM's HBM3
+
+
+def jobs(ctx: Context, raw: Sequence[Raw], priorities: PrioritySpec,
+         base_dir: str | Path = ".", seed: int = 0) -> tuple[JobSpec, ...]:
+    return tuple(_job(ctx, item, ["workload", "jobs", i], priorities, Path(base_dir), seed)
+                 for i, item in enumerate(raw))
+
+
+def _job(ctx: Context, item: Raw, path: KeyPath, priorities: PrioritySpec,
+         base: Path, seed: int) -> JobSpec:
+    priority = item.get("priority", priorities.roce)
+    if priority not in (priorities.roce, BEST_EFFORT_PRIORITY):
+        raise ctx.where.error([*path, "priority"], (
+            f"{priority} is not a traffic class of this fabric; use {priorities.roce} (RoCE, "
+            f"lossless) or {BEST_EFFORT_PRIORITY} (best effort)"))
+    common: dict[str, Any] = {
+        "id": item["id"], "kind": item["kind"], "iterations": item.get("iterations", 1),
+        "start_ns": duration(ctx, item["start"], [*path, "start"]) if "start" in item else 0,
+        "priority": priority, "qps": item.get("qps", 1),
+        "dscp": priorities.roce_dscp if priority == priorities.roce else 0}
+    if item["kind"] == "training":
+        return _training(ctx, item, path, common)
+    if item["kind"] == "inference":
+        return _inference(ctx, item, path, common, seed)
+    return _chakra(ctx, item, path, common, base)
+
+
+def _model(ctx: Context, raw: Any, path: KeyPath) -> ModelShape:
+    if isinstance(raw, str):
+        if raw not in PRESETS:
+            raise ctx.where.error(path, f"{raw!r} is not a model preset; use one of "
+                                        f"{', '.join(PRESETS)} or give the shape")
+        return PRESETS[raw]
+    missing = [k for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+               if k not in raw]
+    if missing:
+        raise ctx.where.error([*path, missing[0]], "missing: a model shape gives layers, "
+                                                   "hidden, heads, kv_heads, ffn and vocab")
+    try:
+        return ModelShape(**raw)
+    except ValueError as exc:
+        key = str(exc).split()[0]
+        raise ctx.where.error([*path, key] if key in raw else path, str(exc)) from None
+
+
+def _training(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any]) -> JobSpec:
+    model = _model(ctx, item["model"], [*path, "model"])
+    gpu = Gpu(item["peak_tflops"] * 1e12, item.get("efficiency", DEFAULT_EFFICIENCY))
+    keys = {k: item[k] for k in ("seq", "micro_batch", "global_batch", "tp", "pp", "dp", "ep",
+                                 "overlap_dp") if k in item}
+    if "bucket" in item:
+        keys["bucket_bytes"] = _size(ctx, item["bucket"], [*path, "bucket"], positive=True)
+    try:
+        job = TrainingJob(model=model, gpu=gpu, **keys)
+    except ValueError as exc:
+        key = str(exc).split()[0]
+        raise ctx.where.error([*path, key if key in item else "model"], str(exc)) from None
+    among = ctx.gpus(item["gpus"], [*path, "gpus"])[0] if "gpus" in item else None
+    placement = item.get("placement", "rail-aware")
+    try:
+        gpus = place(job, ctx.topology, placement == "rail-aware", among)
+    except ValueError as exc:
+        raise ctx.where.error([*path, "gpus" if among else "tp"], str(exc)) from None
+    return JobSpec(**common, gpus=tuple(gpus), placement=placement, training=job)
+
+
+def _length(ctx: Context, raw: Any, path: KeyPath) -> tuple[int, int]:
+    low, high = (raw, raw) if isinstance(raw, int) else raw
+    if low > high:
+        raise ctx.where.error(path, f"[{low}, {high}]: the minimum is above the maximum")
+    return low, high
+
+
+def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
+               seed: int) -> JobSpec:
+    model = _model(ctx, item["model"], [*path, "model"])
+    prefill = ctx.gpus(item["prefill"], [*path, "prefill"])[0]
+    decode = ctx.gpus(item["decode"], [*path, "decode"])[0]
+    shared = sorted(set(prefill) & set(decode))
+    if shared:
+        raise ctx.where.error([*path, "decode"], f"GPU {shared[0]} is also a prefill GPU; "
+                                                 "the pools are disaggregated")
+    gap_ns = duration(ctx, item["interval"], [*path, "interval"]) if "interval" in item else 0
+    requests = poisson_requests(item["requests"], gap_ns / 1e9,
+                                _length(ctx, item["prompt"], [*path, "prompt"]),
+                                _length(ctx, item["output"], [*path, "output"]),
+                                f"{seed}:{item['id']}")
+    serving = ServingJob(model, Gpu(item["peak_tflops"] * 1e12,
+                                    item.get("efficiency", DEFAULT_EFFICIENCY)),
+                         item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
+                         len(prefill), len(decode), requests)
+    gpus = tuple(prefill + decode)
+    places = ()
+    if item.get("stripe_rails", False):
+        by_name = {g.name: g for g in ctx.topology.gpus}
+        places = tuple((by_name[g].server, by_name[g].index) for g in gpus)
+    return JobSpec(**common, gpus=gpus, placement="as-listed", serving=serving,
+                   places=places)
+
+
+def _chakra(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
+            base: Path) -> JobSpec:
+    files = [base / name for name in item["traces"]]
+    ranks = []
+    for i, file in enumerate(files):
+        if not file.is_file():
+            raise ctx.where.error([*path, "traces", i], f"{item['traces'][i]!r} does not exist "
+                                                        f"(looked for {file})")
+        try:
+            ranks.append(read_trace(file)[1])
+        except ChakraError as exc:
+            raise ctx.where.error([*path, "traces", i], str(exc)) from None
+    if "gpus" in item and "mapping" in item:
+        raise ctx.where.error([*path, "mapping"], "give the ranks' GPUs by 'gpus' or by "
+                                                  "'mapping', not both")
+    if "mapping" in item:
+        gpus = _mapping(ctx, base / item["mapping"], [*path, "mapping"])
+    elif "gpus" in item:
+        gpus = _ordered_gpus(ctx, item["gpus"], [*path, "gpus"])
+    else:
+        gpus = [g.name for g in ctx.topology.gpus]
+    if len(gpus) < len(ranks):
+        raise ctx.where.error([*path, "mapping" if "mapping" in item else "gpus"], (
+            f"{len(ranks)} ranks need {len(ranks)} GPUs, {len(gpus)} given"))
+    try:
+        graph = trace_graph(ranks, item.get("groups"))
+    except ChakraError as exc:
+        raise ctx.where.error([*path, "traces"], str(exc)) from None
+    return JobSpec(**common, gpus=tuple(gpus[:len(ranks)]), placement="as-listed",
+                   trace=tuple(graph), traces=tuple(str(f) for f in files))
+
+
+def _mapping(ctx: Context, file: Path, path: KeyPath) -> list[str]:
+    if not file.is_file():
+        raise ctx.where.error(path, f"{file} does not exist: give a file with one GPU name "
+                                    "per line, rank 0 first")
+    out = []
+    for number, line in enumerate(file.read_text().splitlines(), 1):
+        name = line.split("#")[0].strip()
+        if not name:
+            continue
+        if name in out:
+            raise ctx.where.error(path, f"{file}:{number}: GPU {name} is a rank twice")
+        out.append(ctx.gpu(name, path))
+    return out

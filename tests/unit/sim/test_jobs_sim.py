@@ -1,0 +1,285 @@
+"""Training jobs on the virtual clock: the step the agents run against the
+step graph's arithmetic, DP overlap and its knee, placement, Chakra traces.
+
+Fabric: 4 servers x 2 GPUs, one leaf per rail, one spine, 1 us links; MTU
+1024 (frames of 1082 B). A tiny model (4 layers, hidden 256) at 10 TFLOP/s
+x 0.5 keeps each run to a few thousand frames (2-6 s [wall] each here)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from emulator.run.sim import run_sim
+from emulator.scenario.chakra import (
+    ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, TraceNode,
+    write_trace,
+)
+from emulator.scenario.errors import ScenarioError
+from emulator.scenario.jobs_graph import FabricCost, evaluate, predecessors
+from emulator.scenario.loader import scenario_from_dict
+
+MTU, DELAY_S = 1024, 1e-6
+MODEL = {"layers": 4, "hidden": 256, "heads": 4, "kv_heads": 4, "ffn": 1024, "vocab": 1000}
+
+
+def topology(rate: str = "10Gbps") -> dict:
+    return {"name": "r4", "kind": "rail-optimized", "servers": 4, "gpus_per_server": 2,
+            "servers_per_leaf": 4, "spines": 1, "host_link": {"rate": rate, "delay": "1us"},
+            "fabric_link": {"rate": rate, "delay": "1us"}}
+
+
+def training(**kw) -> dict:
+    return {"kind": "training", "id": "j", "model": MODEL, "seq": 256, "micro_batch": 1,
+            "global_batch": 4, "peak_tflops": 10, "iterations": 2, **kw}
+
+
+def load(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = ".",
+         flows: tuple = ()):
+    return scenario_from_dict({"name": "t", "target": "sim", "duration": duration,
+                               "topology": topology(rate),
+                               "workload": {"jobs": [job], "flows": list(flows)}},
+                              "<t>", base, "sim")
+
+
+def run(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = ".",
+        flows: tuple = ()):
+    scenario = load(job, rate, duration, base, flows)
+    with tempfile.TemporaryDirectory() as out:
+        results = run_sim(scenario, out, progress=False)
+        assert (Path(out) / "job-j.png").stat().st_size > 10_000
+    (block,) = results["jobs"]
+    assert block["completed"], block
+    return scenario, block
+
+
+def same_rail(rate_bps: float) -> FabricCost:
+    """GPU -> leaf -> GPU: two links, the leaf stores and forwards a frame."""
+    return FabricCost.frames(rate_bps, MTU, DELAY_S, links=2)
+
+
+@pytest.mark.parametrize("job", [
+    training(tp=2, pp=2, dp=1, global_batch=4),  # PP sends only
+    training(tp=2, pp=1, dp=4, global_batch=8, bucket="256KB"),  # DP rings only
+], ids=["pp", "dp"])
+def test_contention_free_iteration_is_the_graph_and_frame_arithmetic(job):
+    scenario, block = run(job)
+    want = evaluate(scenario.jobs[0].world(), same_rail(10e9))
+    for it in block["iterations"]:
+        assert it["time_s"] == pytest.approx(want.iteration_s / 2, rel=0.02)
+    assert block["iteration_mean_s"] == pytest.approx(want.iteration_s / 2, rel=0.02)
+    assert block["compute_mean_s"] == pytest.approx(want.compute_s / 2, rel=1e-3)
+    kind = "pp" if job["pp"] > 1 else "dp"
+    assert block["exposed_mean_s"][kind] == pytest.approx(want.exposed_s[kind] / 2, rel=0.05)
+    assert [c for c in block["collectives"] if c["kind"] == "tp"] == []  # NVLink: no flows
+    for it in block["iterations"]:
+        assert {c["kind"] for c in it["critical_path"]} == {kind}
+        assert all(len(c["links"]) == 2 for c in it["critical_path"])  # GPU-leaf-GPU
+
+
+def test_dp_overlap_is_hidden_while_fast_and_exposed_past_the_knee():
+    """Buckets of one layer's gradients; each all-reduce overlaps the next layer's
+    backward while it is shorter than it. Only the last (layer 0's, after the whole
+    backward) is always exposed. The knee, from the graph: the rate at which a bucket's
+    ring takes one layer's backward."""
+    # slow GPUs (0.5 TFLOP/s): a layer's backward takes about a 1 MB ring at 6 Gb/s
+    job = training(tp=2, pp=1, dp=4, global_batch=4, bucket="1B", peak_tflops=0.5,
+                   iterations=1)
+    spec = load(job).jobs[0]
+    world = spec.world()
+    t = spec.training
+    bucket = next(n for n in world if n.kind == "dp").size_bytes
+    bwd_s = 2 * t.layer_fwd_s()
+    n = 4
+
+    def ring_s(rate_bps: float) -> float:
+        return same_rail(rate_bps)(next(x for x in world if x.kind == "dp"))
+
+    # 2(n-1)/n x bucket x 8 / eff + 2(n-1) latency = bwd  (solved on the analysis' cost)
+    lo, hi = 1e8, 1e12
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if ring_s(mid) > bwd_s else (lo, mid)
+    knee_bps = hi
+    assert 2e9 < knee_bps < 20e9, knee_bps  # the sweep below stays on this fabric's scale
+    results = {}
+    for factor in (2.0, 0.5):
+        rate = knee_bps * factor
+        _, block = run(job, rate=f"{rate / 1e9:.4f}Gbps", duration="35ms")
+        want = evaluate(world, same_rail(round(rate / 1e5) * 1e5))
+        assert block["iteration_mean_s"] == pytest.approx(want.iteration_s, rel=0.02)
+        results[factor] = (block["exposed_mean_s"]["dp"], ring_s(rate), want)
+    fast, fast_ring, _ = results[2.0]
+    slow, slow_ring, slow_want = results[0.5]
+    # fast: only the last bucket shows; slow: the rings queue up behind each other
+    assert fast == pytest.approx(fast_ring, rel=0.05)
+    assert slow > 1.5 * slow_ring
+    assert slow == pytest.approx(slow_want.exposed_s["dp"], rel=0.05)
+
+
+def test_without_overlap_the_whole_dp_all_reduce_is_exposed():
+    # the knee's slow GPUs at 10 Gb/s (above the knee): overlapped, one ring shows
+    job = training(tp=2, pp=1, dp=4, bucket="1B", peak_tflops=0.5, iterations=1)
+    _, on = run(job, duration="25ms")
+    _, off = run({**job, "overlap_dp": False}, duration="25ms")
+    world = load(job).jobs[0].world()
+    ring_s = same_rail(10e9)(next(x for x in world if x.kind == "dp"))
+    assert on["exposed_mean_s"]["dp"] == pytest.approx(ring_s, rel=0.05)
+    assert off["exposed_mean_s"]["dp"] == pytest.approx(4 * ring_s, rel=0.05)  # 4 layers
+    assert off["iteration_mean_s"] - on["iteration_mean_s"] == pytest.approx(
+        3 * ring_s, rel=0.05)
+
+
+def test_rail_unaware_placement_raises_the_iteration_time():
+    small = {**MODEL, "hidden": 128, "ffn": 512}
+    job = training(model=small, tp=2, pp=1, dp=4, bucket="64KB", iterations=1)
+    _, aware = run(job)
+    _, unaware = run({**job, "placement": "rail-unaware"})
+    assert aware["placement"] == "rail-aware" and unaware["placement"] == "rail-unaware"
+    # both DP rings now cross rails: every hop over the one spine, 4 flows an uplink
+    assert unaware["iteration_mean_s"] > 1.5 * aware["iteration_mean_s"]
+    links = {link for it in unaware["iterations"] for c in it["critical_path"]
+             for link in c["links"]}
+    assert any("spine" in link for link in links)
+    assert not any("spine" in link for it in aware["iterations"]
+                   for c in it["critical_path"] for link in c["links"])
+
+
+def world_to_traces(nodes) -> tuple[list[list[TraceNode]], dict[str, int]]:
+    """The tests' own Chakra writer: a world graph as one ET trace per rank (compute in
+    whole microseconds), collectives in one process group per member set."""
+    preds = predecessors(nodes)
+    by_id = {n.id: n for n in nodes}
+    ranks: dict[int, list[TraceNode]] = {}
+    ids: dict[tuple[int, str], int] = {}
+    members: dict[str, list[int]] = {}
+    for n in nodes:
+        if n.instance:
+            members.setdefault(n.instance, []).append(n.rank)
+    groups = {}
+
+    def new_id(rank: int, key: str) -> int:
+        ids[(rank, key)] = len(ids) + 1
+        return ids[(rank, key)]
+
+    for n in nodes:  # ids first: a RECV may come before its SEND in this order
+        new_id(n.rank, n.id)
+        if n.kind == "pp" and not n.instance:
+            new_id(n.peer, n.id + "/recv")
+    for n in nodes:
+        deps = []
+        for p in preds[n.id]:
+            q = by_id[p]
+            deps.append(ids[(n.rank, p if q.rank == n.rank else p + "/recv")])
+        tid = ids[(n.rank, n.id)]
+        mine = ranks.setdefault(n.rank, [])
+        if n.kind == "compute":
+            mine.append(TraceNode(tid, n.id, COMP_NODE, tuple(deps),
+                                  round(n.duration_s * 1e6), {}))
+        elif n.instance:
+            pg = n.kind + "-" + "-".join(map(str, members[n.instance]))
+            groups[pg] = len(members[n.instance])
+            mine.append(TraceNode(tid, n.id, COMM_COLL_NODE, tuple(deps), 0, {
+                "comm_type": ALL_TO_ALL if n.kind == "ep" else ALL_REDUCE,
+                "comm_size": n.size_bytes, "pg_name": pg}))
+        else:
+            mine.append(TraceNode(tid, n.id, COMM_SEND_NODE, tuple(deps), 0, {
+                "comm_dst": n.peer, "comm_tag": tid, "comm_size": n.size_bytes}))
+            rid = ids[(n.peer, n.id + "/recv")]
+            ranks.setdefault(n.peer, []).append(TraceNode(
+                rid, n.id + "/recv", COMM_RECV_NODE, (), 0,
+                {"comm_src": n.rank, "comm_tag": tid}))
+    return [ranks[r] for r in sorted(ranks)], groups
+
+
+def test_a_chakra_trace_runs_and_matches_the_same_job_in_yaml(tmp_path):
+    job = training(tp=2, pp=2, dp=2, global_batch=4, bucket="128KB", iterations=1)
+    scenario, yaml_block = run(job)
+    spec = scenario.jobs[0]
+    traces, groups = world_to_traces(spec.world())
+    names = []
+    for r, nodes in enumerate(traces):
+        names.append(f"rank{r}.et")
+        write_trace(tmp_path / names[-1], nodes)
+    chakra = {"kind": "chakra", "id": "j", "traces": names, "gpus": list(spec.gpus),
+              "groups": groups}
+    _, trace_block = run(chakra, base=str(tmp_path))
+    assert trace_block["ranks"] == 8 and trace_block["gpus"] == list(spec.gpus)
+    # compute rounded to whole microseconds in the trace: within 1 %
+    assert trace_block["iteration_mean_s"] == pytest.approx(yaml_block["iteration_mean_s"],
+                                                            rel=0.01)
+    for kind in ("pp", "dp"):
+        assert trace_block["exposed_mean_s"][kind] == pytest.approx(
+            yaml_block["exposed_mean_s"][kind], rel=0.05, abs=2e-6)
+    assert len(trace_block["collectives"]) == len(yaml_block["collectives"])
+
+
+@pytest.mark.parametrize("job, key, needle", [
+    (training(model="gpt-9"), "model", "not a model preset"),
+    (training(model={**MODEL, "kv_heads": 3}), "model.heads", "not a multiple of kv_heads"),
+    (training(global_batch=3, dp=2), "global_batch", "micro_batch x dp"),
+    (training(tp=4, global_batch=4), "tp", "scale-up domain"),
+    (training(dp=16, global_batch=16), "tp", "needs tp x pp x dp = 16 GPUs"),
+    ({"kind": "chakra", "id": "j", "traces": ["nope.et"]}, "traces[0]", "does not exist"),
+])
+def test_bad_jobs_are_one_line_naming_the_key(job, key, needle):
+    with pytest.raises(ScenarioError) as exc:
+        load(job)
+    text = str(exc.value)
+    assert f"workload.jobs[0].{key}" in text and needle in text and "\n" not in text, text
+
+
+def serving(**kw) -> dict:
+    """Prefill on rail 0 of servers 0-1, decode on rail 1 of servers 2-3: every KV
+    hand-off (2 MiB: 2 x 4 layers x 2 KV heads x 64 x 2 B x 1024 tokens) crosses the
+    spine."""
+    return {"kind": "inference", "id": "j",
+            "model": {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 2, "ffn": 1024,
+                      "vocab": 1000},
+            "prefill": ["srv0/gpu0", "srv1/gpu0"], "decode": ["srv2/gpu1", "srv3/gpu1"],
+            "requests": 6, "interval": "5ms", "prompt": 1024, "output": 8,
+            "peak_tflops": 20, "efficiency": 0.4, **kw}
+
+
+def test_a_congested_spine_raises_ttft_through_the_kv_hand_off():
+    scenario, idle = run(serving(), duration="40ms")
+    # rail 0 of servers 2-3 sends to rail 1 of servers 0-1 without end: the same spine
+    # uplink and downlink as the hand-offs, none of their NICs
+    background = tuple({"id": f"bg{i}", "src": f"srv{2 + i}/gpu0", "dst": f"srv{i}/gpu1",
+                        "size": "unlimited"} for i in range(2))
+    _, busy = run(serving(), duration="40ms", flows=background)
+    a, b = idle["serving"], busy["serving"]
+    assert a["completed"] == b["completed"] == 6
+    spec = scenario.jobs[0]
+    kv = next(n for n in spec.world() if n.kind == "kv")
+    assert kv.size_bytes == 2 * 4 * 2 * 64 * 2 * 1024
+    # idle: GPU - leaf - spine - leaf - GPU, the graph's frame arithmetic
+    assert a["kv_handoff_p50_s"] == pytest.approx(
+        FabricCost.frames(10e9, MTU, DELAY_S, links=4)(kv), rel=0.02)
+    # sharing the spine links with 2 endless flows: about a third of the rate
+    assert b["kv_handoff_mean_s"] > 2 * a["kv_handoff_mean_s"]
+    assert b["ttft_mean_s"] - a["ttft_mean_s"] == pytest.approx(
+        b["kv_handoff_mean_s"] - a["kv_handoff_mean_s"], rel=0.25)
+    assert b["kv_share_of_ttft"] > a["kv_share_of_ttft"] + 0.1
+    assert b["tpot_mean_s"] == pytest.approx(a["tpot_mean_s"], rel=1e-6)  # decode: no fabric
+    assert idle["exposed_mean_s"]["kv"] > 0
+
+
+def test_striping_the_kv_cache_over_the_rails_divides_its_time():
+    """Whole servers in the pools: each 2 MiB cache goes in two halves, over rail 0 and
+    rail 1 (the prefill GPU's sibling sends the other half; NVLink hops are free)."""
+    pools = {"prefill": ["srv0/gpu*"], "decode": ["srv2/gpu*"], "requests": 3,
+             "interval": "10ms"}
+    scenario, one = run(serving(**pools), duration="35ms")
+    _, two = run(serving(**pools, stripe_rails=True), duration="35ms")
+    kv = next(n for n in scenario.jobs[0].world() if n.kind == "kv")
+    half = FabricCost.frames(10e9, MTU, DELAY_S, links=2)
+    assert one["serving"]["kv_handoff_p50_s"] == pytest.approx(half(kv), rel=0.02)
+    # both halves at once, each on its own rail: half the time (and the latency)
+    from dataclasses import replace
+    assert two["serving"]["kv_handoff_p50_s"] == pytest.approx(
+        half(replace(kv, size_bytes=kv.size_bytes // 2)), rel=0.02)
+    assert {f.split("/")[-1] for f in two["gpus"]} == {"gpu0", "gpu1"}
+    assert two["serving"]["ttft_mean_s"] < one["serving"]["ttft_mean_s"]
