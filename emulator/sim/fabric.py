@@ -168,7 +168,7 @@ class SimFabric:
                 if program is None:
                     program = self._programs[config] = program_from_device_config(config)
             return V1ModelPipeline(program, seed=seed, priority_queues=PRIORITY_QUEUES,
-                                   clock_us=clock.us)
+                                   clock_us=clock.us, name=name)
         return load
 
     def _build_link(self, link: Any, key: int) -> None:

@@ -53,12 +53,14 @@ class ModuleBuilder:
 
     def __init__(self, program: ir.Program, lowering: ExternLowering,
                  tables: dict[int, Table], value_sets: dict[int, object],
-                 errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = ()) -> None:
+                 errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = (),
+                 name: str = "") -> None:
         """``roles`` names the parameters of the package's blocks (one tuple
         per block); blocks with roles share one frame class,
         ``PacketFrame``, so a packet's frame passes from block to block
-        without copying."""
+        without copying. ``name`` is added to the generated code's file name."""
         self.program = program
+        self.name = name
         self.lowering = lowering
         self.tables = tables
         self.value_sets = value_sets
@@ -112,7 +114,8 @@ class ModuleBuilder:
             frames += "\n\n" + self._packet_maker()
         source = "\n\n".join([gen.layouts.source(), frames, body]) + "\n"
         namespace = self._namespace()
-        code = compile(source, f"<p4 {self.program.source}>", "exec")
+        label = f"{self.program.source} {self.name}" if self.name else self.program.source
+        code = compile(source, f"<p4 {label}>", "exec")
         exec(code, namespace)  # noqa: S102 - our own generated code
         blocks = {key: namespace[name] for key, name in self._block_names.items()}
         frames_by_block = {key: namespace[name] for key, name in self._frame_names.items()}
