@@ -1,7 +1,8 @@
 """Where the virtual-time target spends its CPU: one load (the k-ary
 fat-tree permutation or benchmarks/sim_speed.py's ring shift) run on one
 engine, its output folder kept, its hops per CPU second printed and, with
-``--profile``, cProfile's top functions by own time:
+``--profile``, cProfile's top functions by own time in the engine's runs
+(setup, compiles and plots left out):
 
     python benchmarks/sim_profile.py --load permutation --k 4 --out /tmp/run-a [--profile]
     python benchmarks/sim_profile.py --compare /tmp/run-a /tmp/run-b
@@ -38,6 +39,26 @@ def _strip(value: Any) -> Any:
     return value
 
 
+def generated_summary(stats: pstats.Stats, top: int) -> str:
+    """The generated P4 code's functions (``<p4 PROGRAM SWITCH>``), every
+    switch's summed per program and function: calls, own and cumulative s."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for (filename, _line, fn), (_cc, calls, tottime, cumtime, _callers) in \
+            stats.stats.items():  # type: ignore[attr-defined]
+        if not filename.startswith("<p4 "):
+            continue
+        program = filename[4:-1].split(" ")[0]
+        row = sums.setdefault((program, fn), [0, 0.0, 0.0])
+        row[0] += calls
+        row[1] += tottime
+        row[2] += cumtime
+    lines = ["generated P4 code, all switches summed:",
+             f"{'calls':>10} {'own s':>8} {'cum s':>8}  function"]
+    for (program, fn), (calls, own, cum) in sorted(sums.items(), key=lambda kv: -kv[1][1])[:top]:
+        lines.append(f"{int(calls):>10} {own:>8.3f} {cum:>8.3f}  {program}:{fn}")
+    return "\n".join(lines)
+
+
 def compare(a: Path, b: Path) -> list[str]:
     """Files that differ between run folders ``a`` and ``b``."""
     names = sorted({p.relative_to(a) for p in a.rglob("*") if p.is_file()}
@@ -65,6 +86,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/sim-profile"))
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sort", default="tottime", help="pstats order: tottime, cumtime, ...")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = parser.parse_args()
     if args.compare:
@@ -82,11 +104,22 @@ def main() -> int:
     scenario = scenario_from_dict(data, f"<{args.load}>")
     prof = cProfile.Profile() if args.profile else None
     if prof:
-        prof.enable()
+        # only the engine's runs (the events), not setup, P4 compiles or plots
+        from emulator.sim.engine import Engine
+        plain = Engine._run
+
+        def profiled(self: Engine, *a: Any) -> float:
+            prof.enable()
+            try:
+                return plain(self, *a)
+            finally:
+                prof.disable()
+        Engine._run = profiled  # type: ignore[method-assign]
     results = run_sim(scenario, args.out, progress=False)
     if prof:
-        prof.disable()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+        stats = pstats.Stats(prof)
+        stats.sort_stats(args.sort).print_stats(args.top)
+        print(generated_summary(stats, args.top))
     sim = results["sim"]
     print(f"{args.load}: {sim['hops']} hops, {sim['cpu_s']:.2f} s CPU, "
           f"{sim['hops_per_cpu_s']} hops per CPU second [CPU]")

@@ -188,7 +188,9 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--ranks", default="", help="rank counts to compare, e.g. 1,2,4, or all "
                         "(1, 2, 4, ... up to the cores here; default: none, one engine)")
-    parser.add_argument("--loads", default="ring", help="ring, permutation, or both")
+    parser.add_argument("--loads", default="ring", help="ring, permutation, or both "
+                        "(ring,permutation); on one engine the ring at every --sizes and "
+                        "the permutation on the k-ary fat-tree")
     parser.add_argument("--k", type=int, default=8, help="fat-tree k of the permutation")
     parser.add_argument("--partition", default="auto", help="auto, switch or a file")
     args = parser.parse_args()
@@ -211,38 +213,52 @@ def main() -> int:
                   f"{','.join(map(str, r['per_rank_hops_per_cpu_s']))}")
         return 0
     rows = []
-    for gpus in (int(x) for x in args.sizes.split(",")):
-        data = ring_shift(gpus, args.bytes_per_gpu)
+    loads = args.loads.split(",")
+    for load in loads:
+        if load not in ("ring", "permutation"):
+            raise SystemExit(f"--loads: unknown load {load!r}: ring or permutation")
+    runs: list[tuple[str, int, dict]] = []  # type: ignore[type-arg]
+    if "ring" in loads:
+        runs += [("ring", gpus, ring_shift(gpus, args.bytes_per_gpu))
+                 for gpus in (int(x) for x in args.sizes.split(","))]
+    if "permutation" in loads:
+        from tests.unit.sim.sim_kit import fat_tree_permutation
+        runs.append(("permutation", args.k ** 3 // 4, fat_tree_permutation(args.k, dcqcn=False)))
+    for load, gpus, data in runs:
         with tempfile.TemporaryDirectory() as tmp:
             wall = time.perf_counter()
             results = run_sim(scenario_from_dict(data, f"<bench-{gpus}>"), Path(tmp),
                               progress=False)
             total = time.perf_counter() - wall
         sim = results["sim"]
-        rows.append({"gpus": gpus, "switches": results["topology"]["switches"],
+        rows.append({"load": load, "gpus": gpus, "switches": results["topology"]["switches"],
                      "flows_completed": results["totals"]["flows_completed"],
-                     "payload_bytes": gpus * parse_size_bytes(args.bytes_per_gpu),
+                     "payload_bytes": sum(parse_size_bytes(f["size"])
+                                          for f in data["workload"]["flows"]),
                      "simulated_s": sim["simulated_s"], "max_fct_s": results["totals"]["max_fct_s"],
                      "events": sim["events"], "hops": sim["hops"], "engine_wall_s": sim["wall_s"],
                      "engine_cpu_s": sim["cpu_s"], "hops_per_cpu_s": sim["hops_per_cpu_s"],
                      "total_wall_s": round(total, 2), "hops_per_wall_s": sim["hops_per_wall_s"],
                      "events_per_wall_s": sim["events_per_wall_s"]})
     us = executor_us_per_packet()
-    out = {"clock": "virtual (sim)", "load": f"ring shift, {args.bytes_per_gpu} per GPU, 100 Gb/s",
+    described = {"ring": f"ring shift, {args.bytes_per_gpu} per GPU",
+                 "permutation": f"k={args.k} fat-tree permutation, 2 MB a host"}
+    out = {"clock": "virtual (sim)",
+           "load": "; ".join(described[x] for x in loads) + "; 100 Gb/s",
            "runs": rows, "executor_us_per_packet_fabric_p4": round(us, 2),
            "executor_ceiling_switch_passes_per_s": round(1e6 / us)}
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
     print(f"virtual-time target, {out['load']}")
-    print(f"{'GPUs':>5} {'switches':>8} {'done':>5} {'hops':>8} {'events':>8} {'engine s':>9} "
-          f"{'cpu s':>7} {'total s':>8} {'hops/s':>8} {'hops/cpu-s':>10} "
+    print(f"{'load':>11} {'GPUs':>5} {'switches':>8} {'done':>5} {'hops':>8} {'events':>8} "
+          f"{'engine s':>9} {'cpu s':>7} {'total s':>8} {'hops/s':>8} {'hops/cpu-s':>10} "
           f"{'cpu per hop vs first':>20}")
     base = rows[0]["engine_cpu_s"] / max(rows[0]["hops"], 1) if rows else 0
     for r in rows:
         per_hop = r["engine_cpu_s"] / max(r["hops"], 1)
-        print(f"{r['gpus']:>5} {r['switches']:>8} {r['flows_completed']:>5} {r['hops']:>8} "
-              f"{r['events']:>8} {r['engine_wall_s']:>9.2f} {r['engine_cpu_s']:>7.2f} "
+        print(f"{r['load']:>11} {r['gpus']:>5} {r['switches']:>8} {r['flows_completed']:>5} "
+              f"{r['hops']:>8} {r['events']:>8} {r['engine_wall_s']:>9.2f} {r['engine_cpu_s']:>7.2f} "
               f"{r['total_wall_s']:>8.2f} {r['hops_per_wall_s']:>8} {r['hops_per_cpu_s']:>10} "
               f"{per_hop / base if base else 0:>20.2f}")
     print(f"fabric.p4 on the executor: {us:.1f} us per packet "

@@ -111,6 +111,8 @@ class SimFabric:
         self.controller: FabricController | None = None
         self._programs: dict[bytes, Any] = {}
         self._programs_lock = threading.Lock()
+        # the classes generated for a program, shared by its switches' pipelines
+        self._types_cache: dict = {}  # type: ignore[type-arg]
         # None: the whole fabric; else the switches and servers built here,
         # and for each name built elsewhere the outbox that reaches its rank
         self.local = local
@@ -172,8 +174,9 @@ class SimFabric:
                 program = self._programs.get(config)
                 if program is None:
                     program = self._programs[config] = program_from_device_config(config)
-            return V1ModelPipeline(program, seed=seed, priority_queues=PRIORITY_QUEUES,
-                                   clock_us=clock.us)
+                return V1ModelPipeline(program, seed=seed, priority_queues=PRIORITY_QUEUES,
+                                       clock_us=clock.us, name=name,
+                                       types_cache=self._types_cache)
         return load
 
     def _build_link(self, link: Any, key: int) -> None:

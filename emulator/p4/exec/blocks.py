@@ -53,12 +53,19 @@ class ModuleBuilder:
 
     def __init__(self, program: ir.Program, lowering: ExternLowering,
                  tables: dict[int, Table], value_sets: dict[int, object],
-                 errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = ()) -> None:
+                 errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = (),
+                 name: str = "",
+                 types_cache: dict[tuple[str, tuple[tuple[str, int], ...]], dict[str, object]]
+                 | None = None) -> None:
         """``roles`` names the parameters of the package's blocks (one tuple
         per block); blocks with roles share one frame class,
         ``PacketFrame``, so a packet's frame passes from block to block
-        without copying."""
+        without copying. ``name`` is added to the generated code's file name;
+        ``types_cache`` (shared by the pipelines of one program) keeps the
+        generated classes for the next builder of the same program."""
         self.program = program
+        self.name = name
+        self.types_cache = types_cache
         self.lowering = lowering
         self.tables = tables
         self.value_sets = value_sets
@@ -110,9 +117,19 @@ class ModuleBuilder:
                 shared.extend(x for x in self._frame_slots[key] if x not in shared)
             frames += f"\n\nclass PacketFrame:\n    __slots__ = {tuple(['_ctx'] + shared)!r}"
             frames += "\n\n" + self._packet_maker()
-        source = "\n\n".join([gen.layouts.source(), frames, body]) + "\n"
+        types = "\n\n".join([gen.layouts.source(), frames]) + "\n"
+        source = types + "\n" + body + "\n"
         namespace = self._namespace()
-        code = compile(source, f"<p4 {self.program.source}>", "exec")
+        namespace.update(self._types(types))
+        key = ("code", body)
+        code = None if self.types_cache is None else self.types_cache.get(key)
+        if code is None:
+            # shared code is named for its program, a switch's own for the switch
+            label = (self.program.source if self.types_cache is not None or not self.name
+                     else f"{self.program.source} {self.name}")
+            code = compile(body + "\n", f"<p4 {label}>", "exec")
+            if self.types_cache is not None:
+                self.types_cache[key] = code
         exec(code, namespace)  # noqa: S102 - our own generated code
         blocks = {key: namespace[name] for key, name in self._block_names.items()}
         frames_by_block = {key: namespace[name] for key, name in self._frame_names.items()}
@@ -122,6 +139,24 @@ class ModuleBuilder:
         params = {key: slots for key, slots in self._param_slots.items()}
         return CompiledBlocks(source, namespace, blocks, frames_by_block, actions, params,
                               gen.layouts.names())
+
+    def _types(self, source: str) -> dict[str, object]:
+        """The classes (headers, structs, frames) and makers ``source``
+        defines, made once per source text where a ``types_cache`` is given:
+        they hold no switch's state, and switches that share them share
+        their attribute caches too (a fabric of many switches ran each
+        packet several times slower with a set of classes per switch)."""
+        key = (source, tuple(sorted(self.errors.items())))
+        made = None if self.types_cache is None else self.types_cache.get(key)
+        if made is None:
+            ns = self._namespace(with_env=False)
+            before = set(ns) | {"__builtins__"}
+            code = compile(source, f"<p4 {self.program.source} types>", "exec")
+            exec(code, ns)  # noqa: S102 - our own generated code
+            made = {name: value for name, value in ns.items() if name not in before}
+            if self.types_cache is not None:
+                self.types_cache[key] = made
+        return made
 
     # ---- pieces ------------------------------------------------------------
     def _packet_maker(self) -> str:
@@ -141,7 +176,7 @@ class ModuleBuilder:
         lines.append("    return F")
         return "\n".join(lines)
 
-    def _namespace(self) -> dict[str, object]:
+    def _namespace(self, with_env: bool = True) -> dict[str, object]:
         ns: dict[str, object] = {
             "ExitBlock": rt.ExitBlock, "ParserError": rt.ParserError,
             "p4_div": rt.p4_div, "p4_mod": rt.p4_mod, "shl": rt.shl,
@@ -157,7 +192,8 @@ class ModuleBuilder:
             "ERR_PARSER_INVALID_ARGUMENT": self.errors.get("ParserInvalidArgument", 6),
         }
         ns.update(_STACK_HELPERS)
-        ns.update(self.gen.env)
+        if with_env:
+            ns.update(self.gen.env)
         return ns
 
     def _frame_source(self, key: int, slots: list[str]) -> str:

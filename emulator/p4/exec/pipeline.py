@@ -126,7 +126,12 @@ class CloneSession:
 
 class V1ModelPipeline:
     def __init__(self, program: ir.Program, *, seed: int = 0, priority_queues: int = 8,
-                 clock_us: Callable[[], float] | None = None) -> None:
+                 clock_us: Callable[[], float] | None = None, name: str = "",
+                 types_cache: dict | None = None) -> None:  # type: ignore[type-arg]
+        """``name`` (a switch's) names the generated module's code (``<p4
+        SOURCE NAME>``), so a profile of many switches tells them apart;
+        pipelines of one program given the same ``types_cache`` (a dict)
+        share the generated classes (see :class:`.blocks.ModuleBuilder`)."""
         if program.package.type_name != "V1Switch" or len(program.package.blocks) != 6:
             raise unsupported(f"package {program.package.type_name} (only V1Switch)")
         self.program = program
@@ -156,7 +161,8 @@ class V1ModelPipeline:
         vs_by_ir = {id(vs): self.value_sets[vs.name] for vs in program.value_sets}
         lowering = V1ModelLowering(self.instances, self.action_ids)
         self.compiled: CompiledBlocks = ModuleBuilder(
-            program, lowering, tables_by_ir, vs_by_ir, self.errors, ROLES).build()
+            program, lowering, tables_by_ir, vs_by_ir, self.errors, ROLES, name=name,
+            types_cache=types_cache).build()
         fns = [self.compiled.block_fns[id(b)] for b in program.package.blocks]
         (self._f_parser, self._f_verify, self._f_ingress, self._f_egress, self._f_compute,
          self._f_deparser) = fns

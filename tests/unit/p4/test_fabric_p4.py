@@ -37,7 +37,11 @@ class StepClock:
 
 
 def _pipeline(program, seed=1):
-    pipe = V1ModelPipeline(program, seed=seed, clock_us=StepClock())
+    return _pipeline_tables(V1ModelPipeline(program, seed=seed, clock_us=StepClock()))
+
+
+def _pipeline_tables(pipe):
+    """``pipe`` with this file's tables, clone session and thresholds."""
     classify = pipe.table("FabricIngress.classify")
     full3, full8 = 0x3F, 0xFF
     classify.insert(classify.make_entry(
@@ -218,3 +222,25 @@ def test_counters_count_every_packet(program):
     assert rx.packets[1 * 8 + 3] == 20
     assert tx.packets[2 * 8 + 3] + tx.packets[3 * 8 + 3] == 20
     assert rx.bytes[1 * 8 + 3] == 20 * len(roce())
+
+
+def test_pipelines_sharing_generated_code_keep_their_own_state(program):
+    """Two switches of one program given one ``types_cache`` share the
+    generated classes and code, not their tables, counters or registers: each
+    forwards and counts as a pipeline of its own does."""
+    cache: dict = {}
+    a = V1ModelPipeline(program, seed=1, clock_us=StepClock(), types_cache=cache)
+    b = V1ModelPipeline(program, seed=1, clock_us=StepClock(), types_cache=cache)
+    alone = _pipeline(program)
+    assert a._Frame is b._Frame and a._f_ingress.__code__ is b._f_ingress.__code__
+    assert a._f_ingress.__globals__ is not b._f_ingress.__globals__
+    a_full = _pipeline_tables(a)
+    frame = roce(sport=0xC005)
+    assert b.process(1, frame).dropped == 1  # b has no routes
+    got, want = a_full.process(1, frame).outputs, alone.process(1, frame).outputs
+    assert [(o.port, o.data) for o in got] == [(o.port, o.data) for o in want]
+    rx = lambda p: p.counters["FabricIngress.rx_counter"].packets[1 * 8 + 3]  # noqa: E731
+    assert (rx(a_full), rx(alone)) == (1, 1)
+    # b has no classify entries either: priority 0
+    assert b.counters["FabricIngress.drop_counter"].packets[1 * 8 + 0] == 1
+    assert a_full.counters["FabricIngress.drop_counter"].packets[1 * 8 + 3] == 0
