@@ -33,6 +33,7 @@ class Picture:
     egress_edge: dict[tuple[str, int], str] = field(default_factory=dict)  # (switch, port)
     nic_edge: dict[str, str] = field(default_factory=dict)  # GPU name -> edge it sends on
     nic_rx_edge: dict[str, str] = field(default_factory=dict)  # GPU name -> edge it receives on
+    nic_gpu: dict[tuple[str, str], str] = field(default_factory=dict)  # (server, intf) -> GPU
     edge_rate_bps: dict[str, float] = field(default_factory=dict)
     # how each edge's bytes are counted: (switch, port, "tx"|"rx")
     edge_counter: dict[str, tuple[str, int, str]] = field(default_factory=dict)
@@ -57,6 +58,7 @@ def build_picture(topology: Topology) -> Picture:
                                "h": round(box.height * PX_PER_IN, 1)},
                       "position": xy(box.x, box.y)})
     for gpu in topology.gpus:
+        pic.nic_gpu[(gpu.server, gpu.intf)] = gpu.name
         x, y = place.nics[gpu.name]
         nodes.append({"data": {"id": gpu.name, "label": f"gpu{gpu.index}", "kind": "nic",
                                "rail": gpu.rail, "server": gpu.server, "intf": gpu.intf},

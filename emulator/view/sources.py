@@ -12,10 +12,13 @@ the runners stay one call each.
   use from the runner's sampler. The runner's loop only hands over the
   agents' status it polls anyway.
 
-ECN marks per switch queue are P4 counters, read over P4Runtime: too dear
-to read every sample (measured on the sim: 14 ms for quickstart's three
-switches, 365 ms for rail-8x8's 24), so they come with the run's results at
-its end; during a run the receivers' CE marks count them per flow.
+ECN marks per switch queue are a P4 counter of the switch's program; read
+over P4Runtime they would be too dear every sample (measured on the sim:
+14 ms for quickstart's three switches, 365 ms for rail-8x8's 24), so the
+built-in switch reads the counter in its own process and adds it to each
+queue of its port statistics
+(:func:`emulator.targets.builtin.marks.port_stats_with_marks`, what
+``GetPortStats`` answers on a live run).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ FIDELITY_EVERY_S = 2.0
 def sim_sampler(fabric: Any, nodes: Mapping[str, Any], observer: Any
                 ) -> Callable[[float], None]:
     """``fn(now)`` for ``engine.every``: one sample of ``fabric`` and the agents' ``nodes``."""
+    from emulator.targets.builtin.marks import port_stats_with_marks
+
     switches = fabric.switches
     pace = getattr(observer, "pace", None)
     # A sample costs ~0.3 ms (quickstart) to ~4 ms (rail-8x8) of the run's CPU:
@@ -45,7 +50,8 @@ def sim_sampler(fabric: Any, nodes: Mapping[str, Any], observer: Any
             return
         published[0] = wall
         observer.on_sample(now, {
-            "switches": {name: switch.port_stats() for name, switch in switches.items()},
+            "switches": {name: port_stats_with_marks(switch)
+                         for name, switch in switches.items()},
             "agents": {server: node.agent.status(now) for server, node in nodes.items()}})
         if pace is not None:
             pace(now)

@@ -212,9 +212,10 @@ class RunPanel {
   buildCharts() {
     this.charts = {
       queues: new Chart(this.chartsBox, "Queue depth per port and priority", "bytes", f => f.q),
-      paused: new Chart(this.chartsBox, "PFC: time paused (share of each interval)", "%", f => mapVals(f.pfc, v => v[1]), 100),
-      pfcFrames: new Chart(this.chartsBox, "PFC: pause frames per second", "frames/s", f => mapVals(f.pfc, v => v[0])),
-      ecn: new Chart(this.chartsBox, "ECN marks (CE received) and CNPs per second", "per s",
+      paused: new Chart(this.chartsBox, "PFC: time paused (share of each interval; switch queues, and hosts' NICs as host:nic:prio)", "%", f => mapVals(f.pfc, v => v[1]), 100),
+      pfcFrames: new Chart(this.chartsBox, "PFC: pause frames per second (switch queues sent + received; NICs: XOFF acted on)", "frames/s", f => mapVals(f.pfc, v => v[0])),
+      ecnq: new Chart(this.chartsBox, "ECN: packets marked CE per switch queue, per second", "marks/s", f => f.ecnq),
+      ecn: new Chart(this.chartsBox, "ECN marks received (CE) and CNPs sent, per second", "per s",
                      f => (f.ecn == null ? null : {"CE marks": f.ecn, "CNPs": f.cnp})),
       rate: new Chart(this.chartsBox, "DCQCN rate per flow (its QPs summed)", "b/s", f => mapVals(f.fl, v => v[0])),
       goodput: new Chart(this.chartsBox, "Goodput per flow", "b/s", f => mapVals(f.fl, v => v[1])),
