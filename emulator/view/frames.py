@@ -18,6 +18,8 @@ what happened over the interval since the previous sample::
 
     {"t": s, "dt": s,
      "util": {edge: fraction of the line},  "paused": [edge, ...],
+     ("umean": {bundle edge: mean use} where the picture is in blocks,
+      ``util`` then being each bundle's busiest member: Picture.fold)
      "q": {"switch:port:prio": depth bytes},
      "pfc": {"switch:port:prio": [pause frames per s, fraction of dt paused],
              "server:nic:prio": [XOFF frames the NIC acted on per s, fraction held]},
@@ -105,6 +107,7 @@ class Deriver:
                 "acked": int(sum(f.get("acked_bytes", 0) for f in self.totals.flows.values())),
                 "total": self.sized_bytes}
         frame["prog"] = prog
+        self.picture.fold(frame)  # a big fabric: per bundle of links
         self.totals.progress = prog
         self.totals.t_s = t_s
         self._prev_t = t_s

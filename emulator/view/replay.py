@@ -178,6 +178,7 @@ def _frames(d: Path, pic: Picture, results: dict[str, Any], duration: float
         frame["ecn"], frame["cnp"] = round(frame["ecn"], 3), round(frame["cnp"], 3)
         done += acked[k]
         frame["prog"] = {"t": frame["t"], "of": duration, "acked": int(done), "total": total}
+        pic.fold(frame)
     return frames
 
 

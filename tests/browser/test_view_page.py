@@ -177,3 +177,44 @@ def test_finished_runs_side_by_side(page: Any, tmp_path: Path) -> None:
         shown = page.evaluate("window.aifabricView.panels.map(p => p.frameAt(p.view.sliderTime()).t)")
         assert shown[0] == shown[1] == pytest.approx(0.65, abs=0.011)
         assert page.evaluate("document.getElementById('follow').checked") is False
+
+
+def test_a_thousand_gpus_load_as_blocks(page: Any) -> None:
+    """rail-128x8 (1,024 GPUs, 2,048 links): the page draws the blocks of
+    topo draw --aggregate auto, colours a bundle by its busiest link and
+    opens a block's detail; loading it takes well under a few seconds."""
+    from emulator.topology import load_topology
+    from emulator.view.frames import Deriver
+
+    topology = load_topology(ROOT / "topologies" / "rail-128x8.yaml")
+    picture = build_picture(topology)
+    state = RunState("rail-128x8")
+    state.start(picture, {"name": "rail-128x8", "target": "sim", "duration_s": 0.02,
+                          "clock": "simulated", "clock_text": "simulated seconds"})
+    deriver = Deriver(picture, [], 0.02)
+    gpu = topology.gpus[0]
+    rate_bps = picture.edge_rate_bps[picture.nic_edge[gpu.name]]
+    for k in range(3):
+        state.append(deriver.add(k * 0.01, {"switches": {gpu.switch: {
+            "time_s": k * 0.01, "ports": [{
+                "port": gpu.switch_port, "tx_bytes": 0, "rx_bytes": int(k * rate_bps * 0.01 / 8),
+                "rx_packets": 0, "tx_packets": 0,
+                "queues": [{"priority": 3, "received": k, "depth_bytes": 5000 * k}]}]}}}))
+    state.finish({"partial": False, "checks": [], "flows": [], "totals": {}})
+    with ViewServer([state]) as server:
+        started = time.monotonic()
+        page.goto(server.url)
+        _wait(page, f"{PANEL} && {PANEL}.cy && {PANEL}.state === 'ended'", 30)
+        load_s = time.monotonic() - started
+        assert page.evaluate(f"{PANEL}.cy.nodes().length") == len(picture.elements["nodes"]) < 40
+        assert page.evaluate(f"{PANEL}.cy.edges().length") == len(picture.elements["edges"])
+        _show(page, 0.02)
+        up = picture.edge_bundle[picture.nic_edge[gpu.name]]
+        assert page.evaluate(f"{PANEL}.cy.$id('{up}').hasClass('saturated')") is True
+        block = next(n["data"]["id"] for n in picture.elements["nodes"]
+                     if gpu.switch in n["data"]["members"])
+        page.evaluate(f"{PANEL}.select({{block: '{block}'}})")
+        detail = page.locator(".detail").inner_text()
+        assert gpu.switch in detail and "deepest queues" in detail
+        assert "blocks as topo draw --aggregate" in page.locator(".about").inner_text()
+        assert load_s < 10, load_s
