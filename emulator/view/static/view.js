@@ -235,7 +235,8 @@ class RunPanel {
       fidelity: new Chart(this.chartsBox, "Fidelity of the live run", "µs / %",
                           f => f.fid ? {"lateness p99 µs": f.fid.late_p99_us, "CPU busy %": f.fid.cpu_busy == null ? null : f.fid.cpu_busy * 100} : null),
     };
-    this.charts.queues.fillZero = true;
+    // counts per interval: an interval without an entry had none (a line, not gaps)
+    for (const c of ["queues", "paused", "pfcFrames", "ecnq"]) this.charts[c].fillZero = true;
   }
 
   onFrames(frames) {
