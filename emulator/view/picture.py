@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emulator.topology.aggregate import aggregate, aggregated
-from emulator.topology.draw_blocks import block_layout
 from emulator.topology.layout import layout_topology
 from emulator.topology.model import Topology
 
@@ -159,6 +158,8 @@ def _links(pic: Picture, topology: Topology, edges: list[dict[str, Any]]) -> Pic
 
 def _blocks(pic: Picture, topology: Topology) -> Picture:
     """The block picture (module docstring): nodes are groups, edges bundles."""
+    from emulator.topology.draw_blocks import block_layout  # (it imports matplotlib)
+
     agg = aggregate(topology)
     width, height, boxes, row_y = block_layout(agg)
 

@@ -38,7 +38,7 @@ from emulator.view.errors import ViewError
 from emulator.view.feed import MAX_FRAMES, RunState, run_summary
 from emulator.view.frames import Totals
 from emulator.view.picture import Picture, build_picture
-from emulator.view.replay_counters import apply_counters, has_counters
+from emulator.view.replay_counters import apply_counters, has_counters, sample_interval_s
 
 DEFAULT_BIN_S = 0.01
 
@@ -102,12 +102,14 @@ def load_replay(directory: str | Path, label: str | None = None) -> RunState:
 
 
 def _bin_s(results: dict[str, Any], series: list[dict[str, str]],
-           queues: list[dict[str, str]], duration: float) -> float:
+           queues: list[dict[str, str]], duration: float, interval_s: float | None) -> float:
     bin_s = (results.get("sim") or {}).get("series_bin_s")
     if not bin_s:
         times = sorted({float(r["t_s"]) for r in series} | {float(r["t_s"]) for r in queues})
         gaps = [b - a for a, b in zip(times, times[1:]) if b - a > 1e-9]
         bin_s = min(gaps) if gaps else DEFAULT_BIN_S
+        if interval_s:  # no bin shorter than the switches sample (a live run)
+            bin_s = max(bin_s, round(interval_s, 4))
     # never more frames than a live feed keeps
     return max(float(bin_s), duration / MAX_FRAMES if duration else 0.0)
 
@@ -116,7 +118,9 @@ def _frames(d: Path, pic: Picture, results: dict[str, Any], duration: float
             ) -> list[dict[str, Any]]:
     series, queues = _rows(d / "series.csv"), _rows(d / "queues.csv")
     rates, pauses = _rows(d / "rates.csv"), _rows(d / "pauses.csv")
-    bin_s = _bin_s(results, series, queues, duration)
+    exact = has_counters(d)
+    interval_s = sample_interval_s(d) if exact else None
+    bin_s = _bin_s(results, series, queues, duration, interval_s)
     count = max(1, math.ceil(duration / bin_s - 1e-9)) if duration else 1
     frames: list[dict[str, Any]] = [
         {"t": round((k + 1) * bin_s, 9), "dt": bin_s, "util": {}, "paused": [], "q": {},
@@ -162,11 +166,10 @@ def _frames(d: Path, pic: Picture, results: dict[str, Any], duration: float
             edge = pic.egress_edge.get((row["switch"], int(row["port"])))
             if edge:
                 frames[k]["paused"].append(edge)
-    exact = has_counters(d)
     _pauses([r for r in pauses if not exact or r["kind"] != "switch"], pic, frames, bin_s, index)
     _rates(rates, frames)
     if exact:
-        apply_counters(d, pic, frames, bin_s)
+        apply_counters(d, pic, frames, bin_s, interval_s or bin_s)
         fabric = {}
     total = sum(int(f.get("size_bytes") or 0) for f in flows.values())
     done = 0.0

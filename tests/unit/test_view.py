@@ -307,3 +307,15 @@ def test_cli_bad_input_is_one_line(sim_run, tmp_path: Path) -> None:
     assert done.returncode == 2 and "no such directory" in done.stderr
     done = _cli("view", str(out), "--port", "0", "--for", "0.2")
     assert done.returncode == 0 and "view of 1 run at http://127.0.0.1:" in done.stdout
+
+
+def test_grafana_dashboard_queries_only_exported_metrics() -> None:
+    """docs/grafana-dashboard.json: every metric a panel queries is one /metrics has."""
+    import re
+
+    dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
+    queried = {name for panel in dashboard["panels"] for target in panel.get("targets", [])
+               for name in re.findall(r"aifabric_[a-z0-9_]+", target["expr"])}
+    assert queried and queried <= set(METRIC_NAMES), queried - set(METRIC_NAMES)
+    assert {"aifabric_queue_ecn_marked_packets_total",
+            "aifabric_nic_pfc_paused_seconds_total"} <= queried

@@ -132,3 +132,21 @@ def test_metrics_export_nic_pauses_and_queue_marks(streamed) -> None:
         assert set(s.labels) == {"host", "nic", "priority"}
     marked = samples["aifabric_queue_ecn_marked_packets_total"]
     assert sum(s.value for s in marked) == totals["ecn_marked"]
+
+
+def test_cumulative_reads_sampled_counters() -> None:
+    """Rows only where a counter moved: flat until one interval before the next
+    row, exact at sampling instants, a late sample's rise spread over its gap,
+    a drop (a reset) counted as a restart from zero."""
+    from emulator.view.replay_counters import Cumulative
+
+    c = Cumulative(0.01)
+    for t, value in ((0.0, 100), (0.05, 200), (0.062, 260), (0.07, 10)):
+        c.add(t, value)
+    assert c.at(-0.01) is None
+    assert c.at(0.03) == 100 and c.at(0.04) == 100   # idle samples: no rows
+    assert c.at(0.045) == pytest.approx(150)          # the rise of the sample at 0.05
+    assert c.at(0.05) == 200
+    assert c.at(0.056) == pytest.approx(230)          # 0.062 came 12 ms after 0.05
+    assert c.at(0.07) == 270                          # reset to 0, then 10 more
+    assert c.delta(0.0, 0.07) == 170
