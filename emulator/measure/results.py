@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from emulator.measure.buffer_series import write_buffer_csvs
+from emulator.measure.counter_csvs import write_counter_csvs
 from emulator.measure.links import link_invariant_problem, link_metrics, write_links_csv
 from emulator.measure.networks import network_results
 from emulator.measure.run_series import write_run_series_csvs
@@ -502,10 +503,12 @@ def write_series_csvs(out_dir: Path, series: Mapping[str, Mapping[str, Any] | No
     """Write ``queues.csv`` (switch queue depths over time, see
     ``GetQueueSeries``), ``rates.csv`` (per-QP DCQCN rates over time), and
     ``series.csv`` and ``pauses.csv`` (:mod:`emulator.measure.run_series`),
-    ``buffer.csv`` and ``priority_groups.csv`` (:mod:`.buffer_series`);
-    each with its header even when empty."""
+    ``buffer.csv`` and ``priority_groups.csv`` (:mod:`.buffer_series`),
+    ``port_bytes.csv``, ``pfc_frames.csv`` and ``ecn_marks.csv``
+    (:mod:`.counter_csvs`); each with its header even when empty."""
     write_run_series_csvs(out_dir, series, qps, stats, start_unix)
     write_buffer_csvs(out_dir, series, start_unix)
+    write_counter_csvs(out_dir, series, start_unix, time_digits(start_unix))
     for name, columns, rows in (
             ("queues.csv", QUEUES_COLUMNS, queue_series_rows(series, start_unix)),
             ("rates.csv", RATES_COLUMNS, rate_rows(qps, stats, start_unix))):

@@ -151,6 +151,8 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
     """Build this rank's part (the whole fabric on one engine), run it,
     and collect what it measured."""
     from emulator.sim.fabric import SimFabric
+    from emulator.targets.builtin.marks import install_marks
+    from emulator.targets.builtin.queue_control import queue_series_with_counts
     from emulator.traffic.agent.agent import Agent
     from emulator.traffic.agent.config import parse_config
 
@@ -176,6 +178,8 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
     try:
         try:
             fabric.start()
+            for switch in fabric.switches.values():  # CE marks per queue, in the series
+                install_marks(switch)
             actions = SimFabricActions(fabric)
             apply_buffer_overrides(scenario, actions)
             timings["fabric_up_s"] = round(time.perf_counter() - wall, 3)
@@ -221,7 +225,8 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
                 sw.name, [p.number for p in sw.ports])
             switch = fabric.switches[sw.name]
             share.queue_stats[sw.name] = json.loads(json.dumps(switch.port_stats()))
-            share.queue_series[sw.name] = {**switch.queue_series(), "unix_offset_s": 0.0}
+            share.queue_series[sw.name] = {**queue_series_with_counts(switch),
+                                           "unix_offset_s": 0.0}
         timings["collected_s"] = round(time.perf_counter() - wall, 3)
         share.end_s = end
     finally:

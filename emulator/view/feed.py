@@ -148,6 +148,7 @@ class ViewFeed:
         self.min_wall_s = min_wall_s  # sim: wall time between samples, at least
         self.duration_s = 0.0
         self.dropped = 0
+        self.frame_cost_s = 0.0       # CPU time the last frame took (see .sources)
         self._samples: deque[tuple[float, Mapping[str, Any]]] = deque()
         self._max_pending = max_pending
         self._start: tuple[Picture, dict[str, Any], list[QpEnds], int] | None = None
@@ -247,6 +248,7 @@ class ViewFeed:
 
     def _sample(self, t_s: float, snapshot: Mapping[str, Any]) -> None:
         assert self._deriver is not None
+        began = time.thread_time()
         if self._poll is not None:
             try:
                 snapshot = {**snapshot, **self._poll()}
@@ -255,6 +257,7 @@ class ViewFeed:
         with self.state.lock:  # /metrics reads the totals this updates
             frame = self._deriver.add(t_s, snapshot)
             self.state.append(frame)
+        self.frame_cost_s = time.thread_time() - began
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the worker once what is queued is done."""

@@ -7,7 +7,8 @@ which may be missing:
 
 - ``switches``: ``{switch: the switch's port statistics}`` (the built-in
   target's ``GetPortStats`` answer, ``DataPlane.stats()``);
-- ``agents``: ``{server: the NIC agent's status}`` (``Agent.status``);
+- ``agents``: ``{server: the NIC agent's status}`` (``Agent.status``, with
+  the pauses its NICs honoured);
 - ``counters``: ``{switch: {port: {priority: P4 counters}}}`` (the
   controller's ``read_counters``, since the run's start);
 - ``fidelity``: ``{"late_p99_us", "cpu_busy", ...}`` (live runs).
@@ -17,9 +18,13 @@ what happened over the interval since the previous sample::
 
     {"t": s, "dt": s,
      "util": {edge: fraction of the line},  "paused": [edge, ...],
+     ("umean": {bundle edge: mean use} where the picture is in blocks,
+      ``util`` then being each bundle's busiest member: Picture.fold)
      "q": {"switch:port:prio": depth bytes},
-     "pfc": {"switch:port:prio": [pause frames per s, fraction of dt paused]},
+     "pfc": {"switch:port:prio": [pause frames per s, fraction of dt paused],
+             "server:nic:prio": [XOFF frames the NIC acted on per s, fraction held]},
      "fl": {flow: [DCQCN rate bps, goodput bps or None at its first answer]},
+     "ecnq": {"switch:port:prio": CE marks per s (the P4 counter)},
      "ecn": CE-marked packets received per s, "cnp": CNPs sent per s,
      "fid": {...}, "prog": {"t", "of", "acked", "total"}}
 
@@ -44,6 +49,8 @@ class Totals:
     ports: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     queues: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
     flows: dict[str, dict[str, float]] = field(default_factory=dict)
+    # (server, NIC, priority) -> {"paused_s", "frames", "paused"}: pauses a NIC honoured
+    nics: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
     fidelity: dict[str, Any] = field(default_factory=dict)
     progress: dict[str, float] = field(default_factory=dict)
 
@@ -79,6 +86,10 @@ class Deriver:
         self._prev_flow: dict[str, tuple[float, int, int, int]] = {}  # t_s, rx, ce, cnps
         self._prev_switch_t: dict[str, float] = {}
         self._prev_switches: set[str] = set()  # the switches the previous sample answered
+        self._prev_marks: dict[tuple[str, int, int], int] = {}
+        self._mark_base: dict[tuple[str, int, int], int] = {}  # CE marks at the first reading
+        self._prev_nic: dict[tuple[str, str, int], tuple[float, int]] = {}
+        self._prev_agent_t: dict[str, float] = {}
 
     def add(self, t_s: float, snapshot: Mapping[str, Any]) -> dict[str, Any]:
         """The frame of the interval that ends at ``t_s``."""
@@ -97,6 +108,7 @@ class Deriver:
                 "acked": int(sum(f.get("acked_bytes", 0) for f in self.totals.flows.values())),
                 "total": self.sized_bytes}
         frame["prog"] = prog
+        self.picture.fold(frame)  # a big fabric: per bundle of links
         self.totals.progress = prog
         self.totals.t_s = t_s
         self._prev_t = t_s
@@ -109,6 +121,7 @@ class Deriver:
         port_bytes: dict[tuple[str, int], tuple[int, int]] = {}
         queues: dict[str, int] = {}
         pfc: dict[str, list[float]] = {}
+        marks: dict[str, float] = {}
         paused_edges: set[str] = set()
         switch_dt: dict[str, float] = {}
         for name, answer in switches.items():
@@ -136,9 +149,13 @@ class Deriver:
                     active = (q.get("received") or q.get("paused_s") or q.get("pfc_tx")
                               or q.get("pfc_rx") or q.get("depth_bytes"))
                     key = (name, port, prio)
+                    if q.get("ecn_marked") is not None:  # every queue: each a baseline
+                        self._marks(key, f"{name}:{port}:{prio}", q["ecn_marked"], fresh,
+                                    switch_dt[name], marks)
                     if not active and key not in totals.queues:
                         continue
-                    slot = totals.queues.setdefault(key, {"ecn_marked": 0})
+                    slot = totals.queues.setdefault(key, {})
+                    slot.setdefault("ecn_marked", 0)
                     for k in _QUEUE_KEYS:
                         slot[k] = q.get(k, 0)
                     slot["paused"] = bool(q.get("paused"))
@@ -173,7 +190,20 @@ class Deriver:
         frame["util"] = util
         frame["q"] = {k: v for k, v in queues.items()}
         frame["pfc"] = pfc
+        frame["ecnq"] = marks
         frame["paused"] = sorted(paused_edges)
+
+    def _marks(self, key: tuple[str, int, int], label: str, count: int, fresh: bool,
+               span_s: float, out: dict[str, float]) -> None:
+        """A queue's CE marks (the P4 program's counter, counted since it was
+        loaded): since the first reading in the totals, per second in the frame."""
+        base = self._mark_base.setdefault(key, count)
+        if count > base or key in self.totals.queues:
+            self.totals.queues.setdefault(key, {})["ecn_marked"] = count - base
+        before = self._prev_marks.get(key)
+        self._prev_marks[key] = count
+        if before is not None and not fresh and span_s > 0 and count > before:
+            out[label] = round((count - before) / span_s, 3)
 
     def _counters(self, counters: Mapping[str, Any]) -> None:
         for name, ports in counters.items():
@@ -219,6 +249,45 @@ class Deriver:
                                        "acked_bytes": acked, "delivered_bytes": rx,
                                        "ce_packets": ce, "cnps_sent": cnps, "cnps_rx": cnps_rx}
         frame["fl"] = flows
+        self._nic_pauses(agents, now_s, frame)
         if dt > 0:
             frame["ecn"] = round(ce_total / dt, 3)
             frame["cnp"] = round(cnp_total / dt, 3)
+
+    def _nic_pauses(self, agents: Mapping[str, Any], now_s: float,
+                    frame: dict[str, Any]) -> None:
+        """The pauses the NICs honoured (``nic_pauses`` of an agent's status):
+        per (server, NIC, priority), XOFF frames acted on per second and the
+        share of the interval held, under ``pfc`` as ``server:nic:prio``; the
+        NIC's link drawn paused while it holds."""
+        pfc = frame.setdefault("pfc", {})
+        paused = set(frame.get("paused", []))
+        for server, status in agents.items():
+            if not status:
+                continue  # no answer this time: the next one covers both intervals
+            before_t = self._prev_agent_t.get(server)
+            self._prev_agent_t[server] = now_s
+            span = now_s - before_t if before_t is not None else 0.0
+            for nic, p in (status.get("nic_pauses") or {}).items():
+                gpu = self.picture.nic_gpu.get((server, nic))
+                for prio, (paused_s, frames) in enumerate(zip(p["paused_s"], p["frames"])):
+                    if not (paused_s or frames):
+                        continue
+                    key = (server, nic, prio)
+                    held = bool(p.get("mask", 0) >> prio & 1)
+                    self.totals.nics[key] = {"paused_s": paused_s, "frames": frames,
+                                             "paused": held}
+                    before = self._prev_nic.get(key)
+                    if before is None and before_t is not None:
+                        before = (0.0, 0)  # its first pause came since the last answer
+                    self._prev_nic[key] = (paused_s, frames)
+                    moved = before is not None and span > 0 and (
+                        paused_s > before[0] or frames > before[1])
+                    if moved:
+                        pfc[f"{server}:{nic}:{prio}"] = [
+                            round((frames - before[1]) / span, 3),
+                            round(min((paused_s - before[0]) / span, 1.0), 4)]
+                    edge = self.picture.nic_edge.get(gpu or "")
+                    if edge is not None and (held or moved and paused_s > before[0]):
+                        paused.add(edge)
+        frame["paused"] = sorted(paused)

@@ -5,7 +5,8 @@ A custom collector (``prometheus_client``) reads each :class:`~.feed.RunState`'s
 follow Prometheus' conventions: the ``aifabric_`` prefix, base units
 (bytes, seconds; rates in bytes per second), ``_total`` on counters, gauges
 for depths and rates, ``_info`` (value 1) for static facts. Labels:
-``switch``, ``port``, ``priority``, ``reason`` (drops), ``flow``; and
+``switch``, ``port``, ``priority``, ``reason`` (drops), ``flow``, ``host``
+and ``nic`` (the pauses a host's NIC honoured); and
 ``network`` (the run's label) when the view serves more than one run.
 
 :data:`METRIC_NAMES` is the full list (the tests keep it golden).
@@ -55,6 +56,12 @@ _FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                             ("switch", "port", "priority")),
     "pfc_paused_seconds": ("counter", "Time PFC held the queue",
                            ("switch", "port", "priority")),
+    "nic_pfc_paused_seconds": ("counter", "Time a host's NIC held a priority, honouring PFC",
+                               ("host", "nic", "priority")),
+    "nic_pfc_received_frames": ("counter", "PFC pause (XOFF) frames a host's NIC acted on",
+                                ("host", "nic", "priority")),
+    "nic_paused": ("gauge", "1 while a host's NIC holds the priority",
+                   ("host", "nic", "priority")),
     "flow_goodput_bytes_per_second": ("gauge", "Payload delivered per second (last interval)",
                                       ("flow",)),
     "flow_dcqcn_rate_bytes_per_second": ("gauge", "DCQCN sending rate (sum of its QPs)",
@@ -149,6 +156,11 @@ class ViewCollector(Collector):
             out.add("pfc_transmitted_frames", net, labels, q.get("pfc_tx", 0))
             out.add("pfc_received_frames", net, labels, q.get("pfc_rx", 0))
             out.add("pfc_paused_seconds", net, labels, q.get("paused_s", 0.0))
+        for (host, nic, prio), n in sorted(totals.nics.items()):
+            labels = (host, nic, prio)
+            out.add("nic_pfc_paused_seconds", net, labels, n["paused_s"])
+            out.add("nic_pfc_received_frames", net, labels, n["frames"])
+            out.add("nic_paused", net, labels, 1 if n["paused"] else 0)
         for flow, f in sorted(totals.flows.items()):
             out.add("flow_goodput_bytes_per_second", net, (flow,), f.get("goodput_bps", 0) / 8)
             out.add("flow_dcqcn_rate_bytes_per_second", net, (flow,), f.get("rate_bps", 0) / 8)

@@ -4,14 +4,18 @@
 the same frames a live feed makes (:mod:`.frames`), one per time bin of the
 run, for the page's time slider:
 
-- ``util``: a host link's two directions from ``series.csv`` (payload each
-  flow sent, first time and again, on its source NIC's link; payload its
-  destination accepted on the destination's), exact per bin; a fabric
-  link's from ``links.csv``, the run's average (the runs record no fabric
-  link series; ``info["fabric_util"]`` says so and the page labels it);
+- ``util`` of every link direction, switch queues' ``pfc`` (frames per
+  second, share of the bin paused) and ``paused``, and ``ecnq`` (CE marks
+  per queue): from the switches' cumulative counters (``port_bytes.csv``,
+  ``pfc_frames.csv``, ``ecn_marks.csv``), exactly as the live feed computed
+  them (:mod:`.replay_counters`). Runs from before those files: a host
+  link's directions from ``series.csv`` (payload only), a fabric link's
+  from ``links.csv``, the run's average (``info["fabric_util"]`` says so
+  and the page labels it), pauses from ``pauses.csv``;
 - ``q`` and ``paused``: ``queues.csv`` (the switches' sampled depths);
-- ``pfc``: the fraction of each bin a queue or NIC spent paused, from
-  ``pauses.csv`` (pause frame counts are totals only: in the summary);
+- ``pfc`` of a host's NIC (``server:nic:prio``): the share of each bin it
+  held that priority, from its exact pause intervals in ``pauses.csv``
+  (frames per second: not recorded over time, ``None``);
 - ``fl``: DCQCN rate per flow from ``rates.csv`` (the rate in force at the
   bin's end, QPs of a flow summed), goodput per flow from ``series.csv``;
 - ``ecn``, ``cnp``: CE-marked packets received and CNPs sent per second,
@@ -34,6 +38,7 @@ from emulator.view.errors import ViewError
 from emulator.view.feed import MAX_FRAMES, RunState, run_summary
 from emulator.view.frames import Totals
 from emulator.view.picture import Picture, build_picture
+from emulator.view.replay_counters import apply_counters, has_counters, sample_interval_s
 
 DEFAULT_BIN_S = 0.01
 
@@ -79,11 +84,17 @@ def load_replay(directory: str | Path, label: str | None = None) -> RunState:
         "clock_text": ((f"emulated seconds (data-centre time = emulated / {scale:g})"
                         if scale != 1 else "emulated seconds") if live
                        else "simulated seconds"),
-        "fabric_util": "run average"})
+        **({} if has_counters(d) else {"fabric_util": "run average"})})
     frames = _frames(d, picture, results, duration)
     for frame in frames:
         state.append(frame)
     state.totals = _totals(results)
+    for row in _rows(d / "pauses.csv"):  # the pauses hosts' NICs honoured, exact
+        if row["kind"] == "host":
+            slot = state.totals.nics.setdefault(
+                (row["node"], row["port"], int(row["priority"])),
+                {"paused_s": 0.0, "frames": None, "paused": False})
+            slot["paused_s"] += float(row["end_s"]) - float(row["start_s"])
     for flow, (rate_bps, _goodput) in frames[-1]["fl"].items():
         state.totals.flows.setdefault(flow, {})["rate_bps"] = rate_bps  # the rate at the end
     state.finish(run_summary(results))
@@ -91,12 +102,14 @@ def load_replay(directory: str | Path, label: str | None = None) -> RunState:
 
 
 def _bin_s(results: dict[str, Any], series: list[dict[str, str]],
-           queues: list[dict[str, str]], duration: float) -> float:
+           queues: list[dict[str, str]], duration: float, interval_s: float | None) -> float:
     bin_s = (results.get("sim") or {}).get("series_bin_s")
     if not bin_s:
         times = sorted({float(r["t_s"]) for r in series} | {float(r["t_s"]) for r in queues})
         gaps = [b - a for a, b in zip(times, times[1:]) if b - a > 1e-9]
         bin_s = min(gaps) if gaps else DEFAULT_BIN_S
+        if interval_s:  # no bin shorter than the switches sample (a live run)
+            bin_s = max(bin_s, round(interval_s, 4))
     # never more frames than a live feed keeps
     return max(float(bin_s), duration / MAX_FRAMES if duration else 0.0)
 
@@ -105,7 +118,9 @@ def _frames(d: Path, pic: Picture, results: dict[str, Any], duration: float
             ) -> list[dict[str, Any]]:
     series, queues = _rows(d / "series.csv"), _rows(d / "queues.csv")
     rates, pauses = _rows(d / "rates.csv"), _rows(d / "pauses.csv")
-    bin_s = _bin_s(results, series, queues, duration)
+    exact = has_counters(d)
+    interval_s = sample_interval_s(d) if exact else None
+    bin_s = _bin_s(results, series, queues, duration, interval_s)
     count = max(1, math.ceil(duration / bin_s - 1e-9)) if duration else 1
     frames: list[dict[str, Any]] = [
         {"t": round((k + 1) * bin_s, 9), "dt": bin_s, "util": {}, "paused": [], "q": {},
@@ -151,8 +166,11 @@ def _frames(d: Path, pic: Picture, results: dict[str, Any], duration: float
             edge = pic.egress_edge.get((row["switch"], int(row["port"])))
             if edge:
                 frames[k]["paused"].append(edge)
-    _pauses(pauses, pic, frames, bin_s, index)
+    _pauses([r for r in pauses if not exact or r["kind"] != "switch"], pic, frames, bin_s, index)
     _rates(rates, frames)
+    if exact:
+        apply_counters(d, pic, frames, bin_s, interval_s or bin_s)
+        fabric = {}
     total = sum(int(f.get("size_bytes") or 0) for f in flows.values())
     done = 0.0
     for k, frame in enumerate(frames):
@@ -163,6 +181,7 @@ def _frames(d: Path, pic: Picture, results: dict[str, Any], duration: float
         frame["ecn"], frame["cnp"] = round(frame["ecn"], 3), round(frame["cnp"], 3)
         done += acked[k]
         frame["prog"] = {"t": frame["t"], "of": duration, "acked": int(done), "total": total}
+        pic.fold(frame)
     return frames
 
 
@@ -174,8 +193,7 @@ def _pauses(rows: list[dict[str, str]], pic: Picture, frames: list[dict[str, Any
         if row["kind"] == "switch":
             edge = pic.egress_edge.get((row["node"], int(row["port"])))
         else:
-            gpu = next((g.name for g in pic.topology.gpus if g.intf == row["port"]), None)
-            edge = pic.nic_edge.get(gpu or "")
+            edge = pic.nic_edge.get(pic.nic_gpu.get((row["node"], row["port"]), ""))
         for k in range(index(start), index(max(end - 1e-12, start)) + 1):
             lo, hi = k * bin_s, (k + 1) * bin_s
             overlap = min(end, hi) - max(start, lo)

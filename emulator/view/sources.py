@@ -5,17 +5,21 @@ the runners stay one call each.
 - :func:`sim_sampler`: an engine callback (``engine.every``) that reads every
   switch's port statistics and every agent's status at a point of simulated
   time, in the engine's thread (nothing else may touch the fabric), and
-  hands them to the feed; with a playing speed set it holds the run to it.
+  hands them to the feed, keeping the view to about :data:`VIEW_CPU_SHARE`
+  of the run's CPU time; with a playing speed set it holds the run to it.
 - :func:`live_poller`: what the feed's own worker thread calls on a live
   run: every switch's port statistics over its QueueControl channel, now and
   then the switches' lateness histograms (their p99), and the machine's CPU
   use from the runner's sampler. The runner's loop only hands over the
   agents' status it polls anyway.
 
-ECN marks per switch queue are P4 counters, read over P4Runtime: too dear
-to read every sample (measured on the sim: 14 ms for quickstart's three
-switches, 365 ms for rail-8x8's 24), so they come with the run's results at
-its end; during a run the receivers' CE marks count them per flow.
+ECN marks per switch queue are a P4 counter of the switch's program; read
+over P4Runtime they would be too dear every sample (measured on the sim:
+14 ms for quickstart's three switches, 365 ms for rail-8x8's 24), so the
+built-in switch reads the counter in its own process and adds it to each
+queue of its port statistics
+(:func:`emulator.targets.builtin.marks.port_stats_with_marks`, what
+``GetPortStats`` answers on a live run).
 """
 
 from __future__ import annotations
@@ -25,28 +29,41 @@ import time
 from typing import Any, Callable, Mapping
 
 FIDELITY_EVERY_S = 2.0
+VIEW_CPU_SHARE = 0.05  # a sim run's CPU time the view may take, at most (about)
 
 
 def sim_sampler(fabric: Any, nodes: Mapping[str, Any], observer: Any
                 ) -> Callable[[float], None]:
     """``fn(now)`` for ``engine.every``: one sample of ``fabric`` and the agents' ``nodes``."""
+    from emulator.targets.builtin.marks import port_stats_with_marks
+
     switches = fabric.switches
     pace = getattr(observer, "pace", None)
-    # A sample costs ~0.3 ms (quickstart) to ~4 ms (rail-8x8) of the run's CPU:
-    # at most one per min_wall_s of wall time, and always the last one. Frames
-    # hold counter differences, so a skipped bin widens the next, loses nothing.
+    # A sample costs the run's process ~0.3 ms (quickstart) to ~7 ms (rail-8x8's
+    # 24 switches: reading them here, turning them into a frame in the feed's
+    # thread). At most one per min_wall_s of wall time and one per
+    # 1 / VIEW_CPU_SHARE times its cost of the process's CPU time (so a big
+    # fabric on a busy machine is sampled less often, not run slower), and
+    # always the last one. Frames hold counter differences, so a skipped bin
+    # widens the next, loses nothing.
     min_wall_s = float(getattr(observer, "min_wall_s", 0.0) or 0.0)
     last_s = float(getattr(observer, "duration_s", 0.0) or 0.0)
-    published = [-math.inf]
+    budget = min_wall_s > 0  # min_wall_s 0: every bin (the tests' exact frames)
+    published = [-math.inf, -math.inf, 0.0]  # wall, process CPU, the last sample's cost
 
     def sample(now: float) -> None:
-        wall = time.perf_counter()
-        if wall - published[0] < min_wall_s and now < last_s - 1e-12 and now > 0:
+        wall, cpu = time.perf_counter(), time.process_time()
+        if now < last_s - 1e-12 and now > 0 and (
+                wall - published[0] < min_wall_s
+                or budget and cpu - published[1] < published[2] / VIEW_CPU_SHARE):
             return
-        published[0] = wall
+        published[0], published[1] = wall, cpu
+        read = time.thread_time()
         observer.on_sample(now, {
-            "switches": {name: switch.port_stats() for name, switch in switches.items()},
+            "switches": {name: port_stats_with_marks(switch)
+                         for name, switch in switches.items()},
             "agents": {server: node.agent.status(now) for server, node in nodes.items()}})
+        published[2] = time.thread_time() - read + getattr(observer, "frame_cost_s", 0.0)
         if pace is not None:
             pace(now)
     return sample

@@ -5,8 +5,10 @@ A short sim run played at 1 simulated second per wall second: the page
 shows every switch and host, colours the saturated link as saturated,
 fills its charts, comes back after its stream is cut and follows the run
 to its end; a run that fails or whose process dies says the run ended;
-finished runs replay side by side. With ``AIFABRIC_UPDATE_SCREENSHOT=1``
-the page's picture is saved as ``docs/view.png`` (the README's)."""
+finished runs replay side by side; a thousand GPUs load as blocks. With
+``AIFABRIC_UPDATE_SCREENSHOT=1`` the page of a congested run (an incast
+with ECN and PFC: a saturated link, paused NICs, CE marks) is saved as
+``docs/view.png`` (the README's)."""
 
 from __future__ import annotations
 
@@ -115,11 +117,72 @@ def test_page_follows_a_sim_run(page: Any, tmp_path: Path) -> None:
                           if a == "leaf-r0-0" and b == "spine0")
         page.evaluate(f"{PANEL}.select({{edge: '{spine_edge}'}})")
         assert "utilisation of each direction" in page.locator(".detail").inner_text()
+    feed.close()
+
+
+CONGESTED = """\
+name: incast-ecn-pfc
+description: "3-to-1 incast with ECN/DCQCN and PFC on: the leaf marks CE, the senders cut their rates and are paused"
+topology:
+  name: incast-4
+  kind: rail-optimized
+  servers: 4
+  gpus_per_server: 1
+  servers_per_leaf: 4
+  spines: 1
+  host_link:   {rate: 100Mbps, delay: 5us}
+  fabric_link: {rate: 100Mbps, delay: 5us}
+duration: 1.2s
+seed: 1
+switches:
+  buffer: 1MB
+  ecn: {enabled: true, kmin: 5pkts, kmax: 40pkts, pmax: 0.2}
+  pfc: {enabled: true, xoff: 8KB, xon: 4KB, quanta: 2000}
+hosts:
+  dcqcn: {enabled: true, g: 0.0625, rate_ai: 1Mbps, rate_hai: 10Mbps, min_rate: 1Mbps,
+          timer: 10ms, alpha_timer: 5ms, byte_counter: 500KB, cnp_interval: 500us}
+workload:
+  generators:
+    - {kind: incast, id: incast, senders: ["srv[0-2]/gpu0"], receiver: srv3/gpu0, size: 4MB, start: 0s}
+"""
+
+
+def test_screenshot_of_a_congested_run(page: Any, tmp_path: Path) -> None:
+    """A 3-to-1 incast on sim with ECN/DCQCN and PFC (CONGESTED): at the
+    first moment its receiver's link is saturated while the senders' NICs
+    are paused, the page draws both; the charts hold queues, pauses, CE
+    marks per queue, DCQCN rates and goodputs. Its picture is the README's
+    (``docs/view.png``, written with ``AIFABRIC_UPDATE_SCREENSHOT=1``)."""
+    (tmp_path / "congested.yaml").write_text(CONGESTED)
+    scenario = load_scenario(tmp_path / "congested.yaml", target_override="sim")
+    state = RunState("incast-ecn-pfc")
+    feed = ViewFeed(state, max_pending=100_000, min_wall_s=0.0)
+    results = run_sim(scenario, tmp_path / "run", progress=False, observer=feed)
+    feed.on_end(results)
+    feed.close()
+    assert results["totals"]["ecn_marked"] and results["totals"]["host_paused_s"]
+    picture = build_picture(scenario.topology)
+    receiver = picture.nic_rx_edge["srv3/gpu0"]
+    senders = [picture.nic_edge[f"srv{i}/gpu0"] for i in range(3)]
+    moment = next(f["t"] for f in state.frames if f["util"].get(receiver, 0) >= 0.9
+                  and sum(e in f["paused"] for e in senders) >= 2)
+    with ViewServer([state]) as server:
+        page.goto(server.url)
+        _wait(page, f"{PANEL} && {PANEL}.cy && {PANEL}.state === 'ended'")
+        _show(page, moment)
+        shown = page.evaluate("""ids => ids.map(id => {
+            const e = window.aifabricView.panels[0].cy.$id(id);
+            return [e.hasClass('saturated'), e.hasClass('paused')]; })""", [receiver, *senders])
+        assert shown[0][0], "the receiver's link is not drawn saturated"
+        assert sum(paused for _sat, paused in shown[1:]) >= 2, shown
+        page.evaluate(f"{PANEL}.select({{edge: '{receiver}'}})")
+        for chart in ("queues", "paused", "pfcFrames", "ecnq", "ecn", "rate", "goodput"):
+            assert page.evaluate(f"{PANEL}.charts.{chart}.points") > 0, chart
         shot = tmp_path / "view.png"
         page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 50_000
         if os.environ.get("AIFABRIC_UPDATE_SCREENSHOT") == "1":
             shutil.copy(shot, ROOT / "docs" / "view.png")
-    feed.close()
 
 
 def test_page_says_a_failed_run_ended(page: Any) -> None:
@@ -177,3 +240,44 @@ def test_finished_runs_side_by_side(page: Any, tmp_path: Path) -> None:
         shown = page.evaluate("window.aifabricView.panels.map(p => p.frameAt(p.view.sliderTime()).t)")
         assert shown[0] == shown[1] == pytest.approx(0.65, abs=0.011)
         assert page.evaluate("document.getElementById('follow').checked") is False
+
+
+def test_a_thousand_gpus_load_as_blocks(page: Any) -> None:
+    """rail-128x8 (1,024 GPUs, 2,048 links): the page draws the blocks of
+    topo draw --aggregate auto, colours a bundle by its busiest link and
+    opens a block's detail; loading it takes well under a few seconds."""
+    from emulator.topology import load_topology
+    from emulator.view.frames import Deriver
+
+    topology = load_topology(ROOT / "topologies" / "rail-128x8.yaml")
+    picture = build_picture(topology)
+    state = RunState("rail-128x8")
+    state.start(picture, {"name": "rail-128x8", "target": "sim", "duration_s": 0.02,
+                          "clock": "simulated", "clock_text": "simulated seconds"})
+    deriver = Deriver(picture, [], 0.02)
+    gpu = topology.gpus[0]
+    rate_bps = picture.edge_rate_bps[picture.nic_edge[gpu.name]]
+    for k in range(3):
+        state.append(deriver.add(k * 0.01, {"switches": {gpu.switch: {
+            "time_s": k * 0.01, "ports": [{
+                "port": gpu.switch_port, "tx_bytes": 0, "rx_bytes": int(k * rate_bps * 0.01 / 8),
+                "rx_packets": 0, "tx_packets": 0,
+                "queues": [{"priority": 3, "received": k, "depth_bytes": 5000 * k}]}]}}}))
+    state.finish({"partial": False, "checks": [], "flows": [], "totals": {}})
+    with ViewServer([state]) as server:
+        started = time.monotonic()
+        page.goto(server.url)
+        _wait(page, f"{PANEL} && {PANEL}.cy && {PANEL}.state === 'ended'", 30)
+        load_s = time.monotonic() - started
+        assert page.evaluate(f"{PANEL}.cy.nodes().length") == len(picture.elements["nodes"]) < 40
+        assert page.evaluate(f"{PANEL}.cy.edges().length") == len(picture.elements["edges"])
+        _show(page, 0.02)
+        up = picture.edge_bundle[picture.nic_edge[gpu.name]]
+        assert page.evaluate(f"{PANEL}.cy.$id('{up}').hasClass('saturated')") is True
+        block = next(n["data"]["id"] for n in picture.elements["nodes"]
+                     if gpu.switch in n["data"]["members"])
+        page.evaluate(f"{PANEL}.select({{block: '{block}'}})")
+        detail = page.locator(".detail").inner_text()
+        assert gpu.switch in detail and "deepest queues" in detail
+        assert "blocks as topo draw --aggregate" in page.locator(".about").inner_text()
+        assert load_s < 10, load_s

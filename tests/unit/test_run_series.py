@@ -130,8 +130,8 @@ def test_files_have_their_headers_even_when_empty(tmp_path):
     other.mkdir()
     write_series_csvs(other, {}, [], {}, START)            # what the runner calls
     assert sorted(p.name for p in other.iterdir()) == [
-        "buffer.csv", "pauses.csv", "priority_groups.csv", "queues.csv", "rates.csv",
-        "series.csv"]
+        "buffer.csv", "ecn_marks.csv", "pauses.csv", "pfc_frames.csv", "port_bytes.csv",
+        "priority_groups.csv", "queues.csv", "rates.csv", "series.csv"]
 
 
 def test_an_agent_run_gives_rows_that_add_up_to_its_counters(tmp_path):

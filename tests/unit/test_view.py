@@ -6,6 +6,7 @@ server on an ephemeral loopback port, and the CLI's one-line errors."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +40,9 @@ GOLDEN_METRICS = (
     "aifabric_flow_delivered_bytes_total",
     "aifabric_flow_ecn_marked_packets_total",
     "aifabric_flow_goodput_bytes_per_second",
+    "aifabric_nic_paused",
+    "aifabric_nic_pfc_paused_seconds_total",
+    "aifabric_nic_pfc_received_frames_total",
     "aifabric_pfc_paused_seconds_total",
     "aifabric_pfc_received_frames_total",
     "aifabric_pfc_transmitted_frames_total",
@@ -142,7 +146,7 @@ def test_view_does_not_change_a_sim_run(sim_run, tmp_path: Path) -> None:
         assert (out / name).read_text() == (tmp_path / name).read_text(), name
 
 
-def test_replay_rebuilds_the_run_from_its_csvs(sim_run) -> None:
+def test_replay_rebuilds_the_run_from_its_csvs(sim_run, tmp_path: Path) -> None:
     out, live, results = sim_run
     state = load_replay(out)
     frames = state.frames
@@ -150,7 +154,7 @@ def test_replay_rebuilds_the_run_from_its_csvs(sim_run) -> None:
     assert len(frames) == round(results["duration_s"] / results["sim"]["series_bin_s"])
     pic = state.picture
     by_t = {round(f["t"], 6): f for f in frames}
-    # host links and goodput agree with the live feed (payload only: a few % lower)
+    # host links and goodput agree with the live feed (see test_view_replay: exactly)
     for f in live:
         if 0.02 <= f["t"] <= 0.1:
             r = by_t[round(f["t"], 6)]
@@ -158,10 +162,16 @@ def test_replay_rebuilds_the_run_from_its_csvs(sim_run) -> None:
             edge = _edge(pic, "srv0/gpu0", True)
             assert r["util"][edge] == pytest.approx(f["util"][edge], rel=0.08)
     assert frames[-1]["prog"]["acked"] == pytest.approx(results["totals"]["bytes"], rel=1e-6)
-    # fabric links carry the run's average (links.csv)
+    # a run from before the counter CSVs: fabric links carry the run's average (links.csv)
+    old = tmp_path / "old-run"
+    shutil.copytree(out, old)
+    for name in ("port_bytes.csv", "pfc_frames.csv", "ecn_marks.csv"):
+        (old / name).unlink()
+    state = load_replay(old)
+    assert state.info["fabric_util"] == "run average"
     spine = next(row for row in results["links"] if row["kind"] == "fabric" and row["util_ab"])
     up, _down = pic.link_edges[(spine["a"], spine["a_port"], spine["b"], spine["b_port"])]
-    assert frames[0]["util"][up] == pytest.approx(spine["util_ab"], abs=1e-4)
+    assert state.frames[0]["util"][up] == pytest.approx(spine["util_ab"], abs=1e-4)
 
 
 def _metrics(text: str) -> dict[str, list]:
@@ -178,9 +188,13 @@ def test_metrics_parse_and_follow_the_conventions(sim_run, tmp_path: Path) -> No
     with ViewServer([state]) as server:
         text = httpx.get(server.url + "metrics").text
     samples = _metrics(text)
+    # no fidelity on the sim clock, no NIC paused in quickstart (test_view_replay has them)
     assert tuple(sorted(set(samples) | {"aifabric_fidelity_cpu_busy_ratio",
                                           "aifabric_fidelity_faithful",
-                                          "aifabric_fidelity_lateness_p99_seconds"})) \
+                                          "aifabric_fidelity_lateness_p99_seconds",
+                                          "aifabric_nic_paused",
+                                          "aifabric_nic_pfc_paused_seconds_total",
+                                          "aifabric_nic_pfc_received_frames_total"})) \
         == GOLDEN_METRICS == METRIC_NAMES
     for name, rows in samples.items():
         assert name.startswith("aifabric_")
@@ -293,3 +307,15 @@ def test_cli_bad_input_is_one_line(sim_run, tmp_path: Path) -> None:
     assert done.returncode == 2 and "no such directory" in done.stderr
     done = _cli("view", str(out), "--port", "0", "--for", "0.2")
     assert done.returncode == 0 and "view of 1 run at http://127.0.0.1:" in done.stdout
+
+
+def test_grafana_dashboard_queries_only_exported_metrics() -> None:
+    """docs/grafana-dashboard.json: every metric a panel queries is one /metrics has."""
+    import re
+
+    dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
+    queried = {name for panel in dashboard["panels"] for target in panel.get("targets", [])
+               for name in re.findall(r"aifabric_[a-z0-9_]+", target["expr"])}
+    assert queried and queried <= set(METRIC_NAMES), queried - set(METRIC_NAMES)
+    assert {"aifabric_queue_ecn_marked_packets_total",
+            "aifabric_nic_pfc_paused_seconds_total"} <= queried

@@ -63,6 +63,13 @@ headroom_used_bytes, xoff_on], ...]}, ...]`` (each ingress priority group
 that held bytes). ``t`` and ``since`` are on the switch's clock
 (``time_s`` is now on it); ``t + unix_offset_s`` is Unix time.
 
+Each queue of ``GetPortStats`` also has ``ecn_marked`` (packets the loaded
+program marked CE on it, since it was loaded; left out where the program
+keeps no such counter, see :mod:`.marks`). ``GetQueueSeries`` also answers
+``port_counts`` and ``queue_counts``: cumulative port bytes and per-queue
+PFC frames, paused time and CE marks at the same sampling instants
+(:class:`~.counter_series.CounterSeries`).
+
 ``GetFidelity`` answers ``{"time_s", "unix_offset_s", "ports": [{"port",
 "name", "rate_bps", "frame_us", "late", "lag_given_up_s",
 "lag_given_up_events", "rx_overruns", "rx_ring_holes", "rx_wait"}, ...],
@@ -88,6 +95,7 @@ from typing import Any, Callable
 import grpc
 
 from emulator.targets.builtin.errors import PortConfigError, SwitchError, UnknownPortError
+from emulator.targets.builtin.marks import install_marks, port_stats_with_marks
 from emulator.targets.builtin.switch import Switch
 
 SERVICE = "aifabric.QueueControl"
@@ -143,7 +151,7 @@ class QueueControlServicer:
         return self.switch.buffer_state()
 
     def GetPortStats(self, request: dict) -> dict:
-        return self.switch.port_stats(_ports(request))
+        return port_stats_with_marks(self.switch, _ports(request))
 
     def ResetStats(self, request: dict) -> dict:
         self.switch.reset_stats(_ports(request))
@@ -153,7 +161,7 @@ class QueueControlServicer:
         since = request.get("since") if isinstance(request, dict) else None
         if since is not None and (not isinstance(since, (int, float)) or isinstance(since, bool)):
             raise PortConfigError(f"since must be a number, got {since!r}")
-        out = self.switch.queue_series(_ports(request), since)
+        out = queue_series_with_counts(self.switch, _ports(request), since)
         out["unix_offset_s"] = time.time() - self.switch.dataplane.clock()
         return out
 
@@ -167,6 +175,16 @@ class QueueControlServicer:
         if not isinstance(interval, (int, float)) or isinstance(interval, bool):
             raise PortConfigError(f"interval_ms must be a number, got {interval!r}")
         return {"interval_ms": self.switch.set_sample_interval(interval)}
+
+
+def queue_series_with_counts(switch: Switch, ports: list[int] | None = None,
+                             since: float | None = None) -> dict[str, Any]:
+    """``switch.queue_series`` with the counter series' ``port_counts`` and
+    ``queue_counts`` (:meth:`~.counter_series.CounterSeries.query`)."""
+    out = switch.queue_series(ports, since)
+    out.update(switch.call_in_dataplane(
+        lambda: switch.dataplane.series.counts.query(ports, since)))
+    return out
 
 
 def _port(request: Any) -> int:
@@ -206,6 +224,7 @@ def _unary(fn: Callable[[dict], dict]) -> grpc.RpcMethodHandler:
 def add_queue_control(server: grpc.Server, switch: Switch) -> None:
     """Register ``aifabric.QueueControl`` for ``switch`` on ``server`` (a
     service hook, see :mod:`.server`)."""
+    install_marks(switch)
     servicer = QueueControlServicer(switch)
     handlers = {name: _unary(getattr(servicer, name)) for name in METHODS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from emulator.targets.builtin.counter_series import CounterSeries
 from emulator.targets.builtin.mmu import BufferSeries, SwitchBuffer
 
 
@@ -144,9 +145,10 @@ class QueueSeries:
     counters the data plane keeps anyway: no per-packet cost. Samples older
     than ``window_s`` behind the newest are dropped. Given the switch's
     buffer, the same sample records its occupancy in ``buffer``
-    (:class:`~.mmu.BufferSeries`)."""
+    (:class:`~.mmu.BufferSeries`), and ``counts`` the ports' cumulative
+    counters (:class:`~.counter_series.CounterSeries`)."""
 
-    __slots__ = ("interval_s", "window_s", "next_t", "series", "_seen", "buffer")
+    __slots__ = ("interval_s", "window_s", "next_t", "series", "_seen", "buffer", "counts")
 
     def __init__(self, interval_s: float = SAMPLE_INTERVAL_S,
                  window_s: float = SERIES_WINDOW_S) -> None:
@@ -157,6 +159,7 @@ class QueueSeries:
         # (port, priority) -> (received, paused_s, busy) at the previous sample
         self._seen: dict[tuple[int, int], tuple[int, float]] = {}
         self.buffer = BufferSeries(window_s)
+        self.counts = CounterSeries(window_s)
 
     def set_interval(self, interval_s: float) -> None:
         if not isinstance(interval_s, (int, float)) or isinstance(interval_s, bool) \
@@ -173,6 +176,7 @@ class QueueSeries:
         and of ``buffer`` and the ports' ingress groups when given."""
         if buffer is not None:
             self.buffer.sample(now, buffer, ports)
+        self.counts.sample(now, ports)
         next_t = self.next_t + self.interval_s
         self.next_t = next_t if next_t > now else now + self.interval_s
         seen = self._seen

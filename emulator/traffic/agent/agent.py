@@ -160,7 +160,9 @@ class Agent:
 
     def status(self, now: float) -> dict[str, Any]:
         """A small summary for polling: per QP, messages outstanding and done,
-        bytes acknowledged and received, CE marks and CNPs, the DCQCN rate."""
+        bytes acknowledged and received, CE marks and CNPs, the DCQCN rate;
+        per NIC that ever got a pause frame, its paused time and the XOFF
+        frames it acted on, per priority, and which priorities it holds now."""
         return {"agent": self.config.name, "now_unix": now + self.wall,
                 "elapsed_s": now - self.started_at, "stopped": self.stopped,
                 "graph_pending": self.graph.pending(),
@@ -175,7 +177,12 @@ class Agent:
                                  "cnps_sent": qp.counters.cnps_sent,
                                  "cnps_rx": qp.counters.cnps_rx,
                                  "rate_bps": None if qp.rp is None else qp.rp.rc_bps}
-                        for n, qp in self.qps.items()}}
+                        for n, qp in self.qps.items()},
+                # the pauses the NICs honoured, for the web view: only NICs paused once
+                "nic_pauses": {nic.config.name: {"paused_s": nic.pause.total_paused_s(now),
+                                                 "frames": list(nic.pause.pauses),
+                                                 "mask": nic.pause.mask}
+                               for nic in self.nics if nic.pause.frames}}
 
     def snapshot(self, now: float) -> dict[str, Any]:
         """Everything measured so far (the stats file's content)."""

@@ -186,6 +186,9 @@ class RunPanel {
       {selector: "node[kind = 'nic']", style: {"shape": "ellipse", "width": 9, "height": 9, "label": "",
         "background-color": "data(colour)",
         "border-width": 1, "border-color": "#fff", "z-index": 3}},
+      {selector: "node[kind = 'block']", style: {"shape": "round-rectangle", "width": "data(w)",
+        "height": "data(h)", "background-color": "data(fill)", "border-width": 2, "border-color": "data(colour)",
+        "text-wrap": "wrap", "font-size": 9, "color": "data(ink)"}},
       {selector: "edge", style: {"curve-style": "bezier", "control-point-step-size": 8, "width": 1.2,
         "line-color": "#c4c9d0", "line-style": "dashed", "target-arrow-shape": "triangle",
         "target-arrow-color": "#c4c9d0", "arrow-scale": 0.5, "z-index": 2}},
@@ -201,27 +204,39 @@ class RunPanel {
       if (n.data.kind === "nic") n.data.colour = RAIL_COLOURS[n.data.rail % RAIL_COLOURS.length];
       if (n.data.kind === "switch") n.data.colour = (n.data.rail != null && topo.rails) ?
         RAIL_COLOURS[n.data.rail % RAIL_COLOURS.length] : "#4b5563";
+      if (n.data.kind === "block") {  // as topo draw --aggregate colours its blocks
+        const rail = n.data.rail != null ? RAIL_COLOURS[n.data.rail % RAIL_COLOURS.length] : null;
+        const top = ["spine", "core", "agg"].includes(n.data.role);
+        n.data.colour = rail || (n.data.role === "servers" ? "#6b7280" : top ? "#4d5b6a" : "#4b5563");
+        n.data.fill = rail ? rail + "33" : n.data.role === "servers" ? "#f3f4f6" : top ? "#4d5b6a" : "#e5e7eb";
+        n.data.ink = top ? "#fff" : "#1f2937";
+      }
     }
+    this.blocks = !!topo.blocks;
     this.cy = cytoscape({container: this.graphBox, elements: elements, style: style,
                          layout: {name: "preset"}, autoungrabify: true});
     this.cy.fit(undefined, 12);
     this.cy.on("tap", "edge", e => this.select({edge: e.target.id()}));
     this.cy.on("tap", "node[kind = 'switch']", e => this.select({switch: e.target.id()}));
+    this.cy.on("tap", "node[kind = 'block']", e => this.select({block: e.target.id()}));
+    if (this.blocks) this.about.textContent += ` · ${topo.nodes.length} blocks as topo draw --aggregate draws them: a bundle's colour is its busiest link; click a block or a bundle for its detail`;
   }
 
   buildCharts() {
     this.charts = {
       queues: new Chart(this.chartsBox, "Queue depth per port and priority", "bytes", f => f.q),
-      paused: new Chart(this.chartsBox, "PFC: time paused (share of each interval)", "%", f => mapVals(f.pfc, v => v[1]), 100),
-      pfcFrames: new Chart(this.chartsBox, "PFC: pause frames per second", "frames/s", f => mapVals(f.pfc, v => v[0])),
-      ecn: new Chart(this.chartsBox, "ECN marks (CE received) and CNPs per second", "per s",
+      paused: new Chart(this.chartsBox, "PFC: time paused (share of each interval; switch queues, and hosts' NICs as host:nic:prio)", "%", f => mapVals(f.pfc, v => v[1]), 100),
+      pfcFrames: new Chart(this.chartsBox, "PFC: pause frames per second (switch queues sent + received; NICs: XOFF acted on)", "frames/s", f => mapVals(f.pfc, v => v[0])),
+      ecnq: new Chart(this.chartsBox, "ECN: packets marked CE per switch queue, per second", "marks/s", f => f.ecnq),
+      ecn: new Chart(this.chartsBox, "ECN marks received (CE) and CNPs sent, per second", "per s",
                      f => (f.ecn == null ? null : {"CE marks": f.ecn, "CNPs": f.cnp})),
       rate: new Chart(this.chartsBox, "DCQCN rate per flow (its QPs summed)", "b/s", f => mapVals(f.fl, v => v[0])),
       goodput: new Chart(this.chartsBox, "Goodput per flow", "b/s", f => mapVals(f.fl, v => v[1])),
       fidelity: new Chart(this.chartsBox, "Fidelity of the live run", "µs / %",
                           f => f.fid ? {"lateness p99 µs": f.fid.late_p99_us, "CPU busy %": f.fid.cpu_busy == null ? null : f.fid.cpu_busy * 100} : null),
     };
-    this.charts.queues.fillZero = true;
+    // counts per interval: an interval without an entry had none (a line, not gaps)
+    for (const c of ["queues", "paused", "pfcFrames", "ecnq"]) this.charts[c].fillZero = true;
   }
 
   onFrames(frames) {
@@ -320,10 +335,29 @@ class RunPanel {
       const e = this.cy.$id(what.edge);
       const back = what.edge.endsWith(">") ? what.edge.slice(0, -1) + "<" : what.edge.slice(0, -1) + ">";
       const src = e.source().id(), dst = e.target().id();
+      const a = e.source().data("label").split("\n")[0], b = e.target().data("label").split("\n")[0];
       title = `${e.data("describe")} (${fmtRate(e.data("rate_bps"))}): utilisation of each direction`;
-      keys = [`${src} → ${dst}`, `${dst} → ${src}`];
-      pick = f => [((f.util || {})[what.edge] || 0) * 100, ((f.util || {})[back] || 0) * 100];
       this.detailUnit = "% of line";
+      if (this.blocks) {  // a bundle: its busiest link and its mean, each way
+        keys = [`${a} → ${b} busiest`, `${a} → ${b} mean`, `${b} → ${a} busiest`, `${b} → ${a} mean`];
+        pick = f => [what.edge, what.edge, back, back].map((id, i) =>
+          (((i % 2 ? f.umean : f.util) || {})[id] || 0) * 100);
+      } else {
+        keys = [`${src} → ${dst}`, `${dst} → ${src}`];
+        pick = f => [((f.util || {})[what.edge] || 0) * 100, ((f.util || {})[back] || 0) * 100];
+      }
+    } else if (what.block) {
+      const node = this.cy.$id(what.block);
+      const members = node.data("members");
+      const mine = new Set(members);
+      const deepest = new Map();
+      for (const f of this.frames) for (const [k, v] of Object.entries(f.q || {}))
+        if (mine.has(k.split(":")[0])) deepest.set(k, Math.max(deepest.get(k) || 0, v));
+      keys = [...deepest.entries()].sort((x, y) => y[1] - x[1]).slice(0, MAX_SERIES).map(([k]) => k);
+      title = `${node.data("label").replace("\n", " · ")}: ${members.slice(0, 24).join(", ")}` +
+        `${members.length > 24 ? ", …" : ""} — the deepest queues of its members`;
+      pick = f => keys.map(k => (f.q || {})[k] || 0);
+      this.detailUnit = "bytes";
     } else {
       title = `${what.switch}: queue depth of its ports`;
       keys = [...new Set(this.frames.flatMap(f => Object.keys(f.q || {})))].filter(k => k.startsWith(what.switch + ":")).slice(0, MAX_SERIES);
@@ -333,7 +367,7 @@ class RunPanel {
     const times = this.frames.map(f => f.t);
     const cols = keys.map((_, i) => this.frames.map(f => pick(f)[i]));
     this.detail.replaceChildren(el("h3", {}, title));
-    if (!keys.length) { this.detail.append(el("span", {class: "note"}, "nothing queued on this switch yet")); return; }
+    if (!keys.length) { this.detail.append(el("span", {class: "note"}, "nothing queued here yet")); return; }
     this.detailPlot = new uPlot({width: Math.max(300, this.detail.clientWidth - 10), height: 150,
       scales: {x: {time: false}}, axes: [{label: this.info.clock_text}, {label: this.detailUnit, size: 60}],
       series: [{label: "t"}, ...keys.map((k, i) => ({label: k, stroke: SERIES_COLOURS[i], width: 1.5, points: {show: false}}))]},

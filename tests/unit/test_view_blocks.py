@@ -1,0 +1,73 @@
+"""A thousand GPUs on the page: the picture of a big fabric is the blocks
+``topo draw --aggregate auto`` draws (the same grouping), and the feed's
+frames fold every link direction into its bundle (busiest member, mean)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator.topology import load_topology
+from emulator.topology.aggregate import aggregate, aggregated
+from emulator.view.frames import Deriver
+from emulator.view.picture import build_picture
+
+ROOT = Path(__file__).resolve().parents[2]
+RAIL_128X8 = ROOT / "topologies" / "rail-128x8.yaml"
+
+
+@pytest.fixture(scope="module")
+def big():
+    topology = load_topology(RAIL_128X8)
+    return topology, build_picture(topology)
+
+
+def test_a_big_fabric_is_drawn_as_topo_draw_blocks(big) -> None:
+    topology, pic = big
+    assert len(topology.gpus) == 1024 and aggregated(topology, "auto") and pic.blocks
+    agg = aggregate(topology)
+    nodes = pic.elements["nodes"]
+    assert len(nodes) == len(agg.groups) < 40
+    assert len(pic.elements["edges"]) == 2 * len(agg.bundles)
+    # every server and switch is in exactly one block
+    members = [m for n in nodes for m in n["data"]["members"]]
+    assert sorted(members) == sorted([s.name for s in topology.servers]
+                                     + [s.name for s in topology.switches])
+    # every link direction folds into a bundle direction whose rate is the sum of its links
+    assert set(pic.edge_bundle) == {f"L{i}{d}" for i in range(len(topology.links)) for d in "><"}
+    for bundle in {b for b in pic.edge_bundle.values()}:
+        members_rate = sum(pic.edge_rate_bps[e] for e, b in pic.edge_bundle.items() if b == bundle)
+        assert pic.edge_rate_bps[bundle] == pytest.approx(members_rate)
+    # a GPU's uplink goes up its bundle: from the servers' block to its rail's leaves
+    gpu = topology.gpus[0]
+    up = pic.edge_bundle[pic.nic_edge[gpu.name]]
+    edge = next(e["data"] for e in pic.elements["edges"] if e["data"]["id"] == up)
+    block = {n["data"]["id"]: n["data"] for n in nodes}
+    assert gpu.server in block[edge["source"]]["members"]
+    assert gpu.switch in block[edge["target"]]["members"]
+
+
+def test_a_small_fabric_stays_node_by_node() -> None:
+    pic = build_picture(load_topology(ROOT / "topologies" / "rail-4x4.yaml"))
+    assert not pic.blocks and "blocks" not in pic.elements
+
+
+def test_frames_fold_links_into_bundles(big) -> None:
+    topology, pic = big
+    gpu = topology.gpus[0]
+    leaf, port = gpu.switch, gpu.switch_port
+    rate_bps = pic.edge_rate_bps[pic.nic_edge[gpu.name]]
+
+    def answer(t_s: float, rx_bytes: int) -> dict:
+        return {"time_s": t_s, "ports": [{"port": port, "tx_bytes": 0, "rx_bytes": rx_bytes,
+                                          "rx_packets": 0, "tx_packets": 0, "queues": []}]}
+    deriver = Deriver(pic, [], 1.0)
+    deriver.add(0.0, {"switches": {leaf: answer(0.0, 0)}})
+    frame = deriver.add(0.01, {"switches": {leaf: answer(0.01, int(rate_bps * 0.01 / 8))}})
+    up = pic.edge_bundle[pic.nic_edge[gpu.name]]
+    assert frame["util"] == {up: pytest.approx(1.0)}  # the busiest link of the bundle
+    links = sum(1 for b in pic.edge_bundle.values() if b == up)
+    assert links > 1
+    assert frame["umean"][up] == pytest.approx(1.0 / links, rel=1e-3)
+    assert deriver.totals.ports[(leaf, port)]["rx_bytes"] == int(rate_bps * 0.01 / 8)
