@@ -142,7 +142,7 @@ class ScaleUpNic:
 
     gpu: str
     server: str
-    nic_index: int  # the host's NIC number: gpus_per_server + the GPU's index
+    nic_index: int  # the host's NIC number: after its GPU, front-end and storage NICs
     intf: str  # srv{s}-eth{G+r}
     ip: str
     mac: str

@@ -57,7 +57,7 @@ def domains(spec: TopologySpec, servers: tuple[Server, ...],
                 ((server, r, gpu) for server in members for r, gpu in enumerate(server.gpus)),
                 start=1):
             ip = addressing.scale_up_ip(d, n)
-            nic_index = spec.gpus_per_server + r
+            nic_index = spec.gpus_per_server + len(server.nics) + r  # after front-end/storage NICs
             nics.append(ScaleUpNic(
                 gpu=gpu, server=server.name, nic_index=nic_index,
                 intf=addressing.host_intf(server.name, nic_index), ip=ip,

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from emulator.cli.main import main
-from emulator.topology import TopologyError, counts, load_topology, topology_from_dict
+from emulator.topology import (TopologyError, counts, load_topology, scale_up_tier,
+                               topology_from_dict)
 from emulator.topology.routing import paths, routed_paths, routing_plan
 from emulator.topology.spec import spec_from_dict
 
@@ -201,3 +202,15 @@ def test_topo_paths_between_unlinked_fabrics_is_one_line(capsys):
     assert main(["topo", "paths", str(TOPOLOGIES / "ai-cluster.yaml"), "srv0/st0",
                  "stor2/nic1"]) == 0
     assert capsys.readouterr().out.strip() == "s0-st-leaf0"
+
+
+def test_scale_up_nics_come_after_front_end_and_storage_nics():
+    # ai-cluster has scale_up, front_end and storage: a sim run's scale-up NIC of
+    # srv0/gpu0 once took eth8, the front-end NIC's interface, and 8,000 frames dropped
+    tiered = scale_up_tier(load_topology(TOPOLOGIES / "ai-cluster.yaml"))
+    intfs = [n.intf for n in tiered.gpus + tiered.nics] + [
+        nic.intf for domain in tiered.domains for nic in domain.nics]
+    assert tiered.domains and len(intfs) == len(set(intfs))
+    first = tiered.domains[0].nics[0]
+    server = next(s for s in tiered.servers if s.name == first.server)
+    assert first.nic_index == len(server.gpus) + len(server.nics)
