@@ -25,7 +25,10 @@ PRIORITY`` over Thrift, through ``simple_switch_CLI``):
 
 Commands go to one long-lived ``simple_switch_CLI --thrift-port P`` per
 switch, fed on stdin: everything one wake-up decides is written at once,
-so a pause costs a Thrift call, not a CLI start (about half a second).
+so a pause costs a Thrift call, not a CLI start (0.2 s to over a second on
+a busy machine). The CLI is started, and waited for until it has connected,
+when the emulator starts: started at the first pause, it would apply a
+short pause after it had already ended.
 
 What differs from the built-in target, which pauses below P4 exactly:
 
@@ -167,15 +170,23 @@ def rate_command(rate_pps: int, port: int, priority: int) -> str:
 
 # ---- the CLI ----------------------------------------------------------------------------
 class CommandSink(Protocol):
+    def open(self) -> None: ...
+
     def send(self, commands: Sequence[str]) -> None: ...
 
     def close(self) -> None: ...
 
 
+# What simple_switch_CLI prints once it has connected and read the switch's
+# JSON, just before its first prompt.
+CLI_READY_MARK = "Control utility for runtime P4 table manipulation"
+
+
 class ThriftCli:
     """One long-lived ``simple_switch_CLI --thrift-port P`` fed commands on
-    stdin; started on the first commands, restarted if it has exited. Lines
-    of its output that contain ``Error`` are kept in :attr:`errors`."""
+    stdin; started by :meth:`open` (or the first commands), restarted if it
+    has exited. Lines of its output that contain ``Error`` are kept in
+    :attr:`errors`."""
 
     def __init__(self, switch: str, thrift_port: int, binary: str | None = None) -> None:
         self.switch = switch
@@ -183,23 +194,42 @@ class ThriftCli:
         self.binary = binary
         self.proc: subprocess.Popen[str] | None = None
         self.errors: collections.deque[str] = collections.deque(maxlen=100)
+        self.last_lines: collections.deque[str] = collections.deque(maxlen=3)
         self.restarts = 0
         self._reader: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    def open(self, timeout_s: float = bmv2.CLI_TIMEOUT_S) -> None:
+        """Start the CLI and wait until it has connected to the switch."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                said = " ".join(self.last_lines) or "it printed nothing"
+                raise PfcEmulationError(
+                    f"{self.switch}: simple_switch_CLI --thrift-port {self.thrift_port} did not "
+                    f"connect within {timeout_s:g} s ({said})")
 
     def _start(self) -> subprocess.Popen[str]:
         binary = self.binary or bmv2.require_tool(bmv2.CLI_BINARY)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._ready = threading.Event()
         proc = subprocess.Popen([binary, "--thrift-port", str(self.thrift_port)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
-        self._reader = threading.Thread(target=self._read, args=(proc,), daemon=True,
+        self._reader = threading.Thread(target=self._read, args=(proc, self._ready), daemon=True,
                                         name=f"pfc-cli-{self.switch}")
         self._reader.start()
         return proc
 
-    def _read(self, proc: subprocess.Popen[str]) -> None:
+    def _read(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            if CLI_READY_MARK in line:
+                ready.set()
+            if line.strip():
+                self.last_lines.append(line.strip())
             if "Error" in line or "Traceback" in line:
                 self.errors.append(line.strip())
                 log.warning("%s: simple_switch_CLI: %s", self.switch, line.strip())
@@ -313,6 +343,7 @@ class PfcEmulator:
 
     def start(self) -> "PfcEmulator":
         self.enable_digest()
+        self.cli.open()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name=f"pfc-{self.switch}", daemon=True)
         self._thread.start()
