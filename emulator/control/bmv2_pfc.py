@@ -72,8 +72,9 @@ What differs from the built-in target, which pauses below P4 exactly:
   traffic manager drops is never released from the register (P4 does not
   see it), so that port may stay paused.
 - **Quanta are timed at the configured link rate** (``rate_bps`` of the
-  topology), although BMv2 realises that rate only as full-size frames per
-  second.
+  topology), although BMv2 realises that rate only as frames per second of
+  one size (``frame_bytes``, the network layer's ``queue_frame_bytes``; the
+  link rate given back at the end of a pause is counted the same way).
 """
 
 from __future__ import annotations
@@ -303,7 +304,8 @@ class PfcEmulator:
     def __init__(self, client: DigestSource, p4info: p4info_pb2.P4Info, thrift_port: int,
                  ports: Sequence[PortQueueConfig], *, priority_queues: int = PRIORITIES,
                  pause_rate_pps: int | None = None, cli: CommandSink | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 frame_bytes: int = bmv2.FULL_FRAME_BYTES) -> None:
         self.client = client
         self.switch = client.name
         self.digest_id = digest_id(p4info)
@@ -313,6 +315,7 @@ class PfcEmulator:
         self.cli: CommandSink = cli if cli is not None else ThriftCli(client.name, thrift_port)
         self.clock = clock
         self.rate_bps = {p.port: p.rate_bps for p in ports}
+        self.frame_bytes = frame_bytes  # the network layer's queue_frame_bytes
         self.honoured = {p.port: frozenset(p.pfc_priorities) for p in ports}
         self._queues: dict[tuple[int, int], _QueueState] = {}
         self.frames = 0  # pause frames (digest messages) received
@@ -411,7 +414,7 @@ class PfcEmulator:
     def _queue(self, port: int, prio: int) -> _QueueState:
         state = self._queues.get((port, prio))
         if state is None:
-            link = link_rate_pps(self.rate_bps[port])
+            link = link_rate_pps(self.rate_bps[port], self.frame_bytes)
             state = self._queues[(port, prio)] = _QueueState(link, link)
         return state
 
@@ -498,7 +501,8 @@ class PfcEmulator:
 
 def start_emulators(controller: "FabricController", thrift_ports: dict[str, int],
                     priority_queues: dict[str, int] | None = None,
-                    pause_rate_pps: int | None = None) -> dict[str, PfcEmulator]:
+                    pause_rate_pps: int | None = None,
+                    frame_bytes: int = bmv2.FULL_FRAME_BYTES) -> dict[str, PfcEmulator]:
     """One started :class:`PfcEmulator` per switch of a programmed
     :class:`~.controller.FabricController` whose plan honours PFC somewhere."""
     emulators: dict[str, PfcEmulator] = {}
@@ -509,7 +513,7 @@ def start_emulators(controller: "FabricController", thrift_ports: dict[str, int]
             emulators[name] = PfcEmulator(
                 controller.clients[name], controller.p4info, thrift_ports[name], plan.ports,
                 priority_queues=(priority_queues or {}).get(name, PRIORITIES),
-                pause_rate_pps=pause_rate_pps).start()
+                pause_rate_pps=pause_rate_pps, frame_bytes=frame_bytes).start()
     except BaseException:
         stop_emulators(emulators)
         raise

@@ -193,7 +193,8 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
             session = stack.enter_context(FabricSession(
                 scenario.topology, target=target, settings=to_fabric_settings(scenario),
                 workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes,
-                options=NetworkOptions(pcap=bool(switch_points), seed=scenario.seed)))
+                options=NetworkOptions(pcap=bool(switch_points), seed=scenario.seed,
+                                       queue_frame_bytes=scenario.hosts.frame_bytes)))
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None

@@ -116,7 +116,8 @@ class FabricSession:
             switches = {name: self.network.switch(name).launch_spec for name in addresses}
             self.pfc_emulators = start_emulators(
                 self.controller, {n: s.thrift_port for n, s in switches.items()},
-                {n: s.priority_queues for n, s in switches.items()})
+                {n: s.priority_queues for n, s in switches.items()},
+                frame_bytes=self.options.queue_frame_bytes)
         lap("queues_s")
         self.timings["total_s"] = round(sum(self.timings.values()), 3)
 

@@ -131,6 +131,16 @@ def test_link_rate_is_the_one_the_network_layer_sets():
                         rate_bps, 5.0, 200_000)
         rate_cmd = [c for c in bmv2.queue_commands([plan]) if c.startswith("set_queue_rate")]
         assert rate_cmd == [f"set_queue_rate {link_rate_pps(rate_bps)} 4"]
+        rate_cmd = [c for c in bmv2.queue_commands([plan], 1082) if "rate" in c]
+        assert rate_cmd == [f"set_queue_rate {link_rate_pps(rate_bps, 1082)} 4"]
+
+
+def test_a_pause_gives_back_the_link_rate_in_the_networks_frame_size(compiled):
+    emu = emulator(compiled[1], frame_bytes=1082)
+    assert emu.on_pause(pause(c3=0xFFFF), 0.0)[0].startswith("set_queue_rate 3 1 3")
+    link_pps = round(MBPS100 / (8 * 1082))               # 11553 frames/s of 1082 B
+    assert emu.expire(1.0) == [f"set_queue_rate {link_pps} 1 3"]
+    assert emu.stats(1.0)["queues"]["1/3"]["link_pps"] == link_pps
 
 
 def test_decode_pause_reads_minimal_bytestrings(compiled):
