@@ -498,6 +498,18 @@ class PfcEmulator:
                     "cli_errors": self.cli_errors + len(getattr(self.cli, "errors", ())),
                     "queues": queues}
 
+    def port_stats(self, now: float | None = None) -> dict[str, object]:
+        """Paused seconds per port and priority in the shape of the built-in
+        target's ``GetPortStats`` (``ports``: ``port``, ``queues``:
+        ``priority``, ``paused_s``), so that a run's results count BMv2's
+        pauses as they count the built-in target's."""
+        ports: dict[int, list[dict[str, object]]] = {}
+        for key, q in self.stats(now)["queues"].items():  # type: ignore[attr-defined]
+            port, prio = (int(x) for x in key.split("/"))
+            ports.setdefault(port, []).append({"priority": prio, "paused_s": q["paused_s"]})
+        return {"ports": [{"port": port, "queues": queues}
+                          for port, queues in sorted(ports.items())]}
+
 
 def start_emulators(controller: "FabricController", thrift_ports: dict[str, int],
                     priority_queues: dict[str, int] | None = None,

@@ -282,6 +282,8 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                 partial = True  # keep what was measured
             queue_stats.update(_read_all(lambda n: qclients[n].get_port_stats(), qclients,
                                          errors))
+            for name, emulator in session.pfc_emulators.items():  # BMv2's paused queues
+                queue_stats[name] = emulator.port_stats()
             queue_series.update(_read_all(lambda n: qclients[n].get_queue_series(), qclients,
                                           errors))
             switch_fidelity.update(_read_all(lambda n: qclients[n].get_fidelity(), qclients,

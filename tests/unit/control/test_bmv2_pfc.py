@@ -143,6 +143,21 @@ def test_a_pause_gives_back_the_link_rate_in_the_networks_frame_size(compiled):
     assert emu.stats(1.0)["queues"]["1/3"]["link_pps"] == link_pps
 
 
+def test_port_stats_give_paused_time_as_results_read_the_builtin_targets(compiled):
+    from emulator.measure.results import switch_results
+
+    emu = emulator(compiled[1])
+    emu.on_pause(pause(port=2, c3=0xFFFF, c4=9766), 0.0)  # 4: 50 ms at 100 Mb/s
+    emu.expire(1.0)
+    stats = emu.port_stats(1.0)
+    assert stats == {"ports": [{"port": 2, "queues": [
+        {"priority": 3, "paused_s": pytest.approx(0xFFFF * 512 / MBPS100, abs=1e-6)},
+        {"priority": 4, "paused_s": pytest.approx(0.05, abs=1e-4)}]}]}
+    counted = switch_results({2: {3: {"pfc_rx_packets": 1}}}, stats)
+    assert counted["2"]["3"]["paused_s"] == pytest.approx(0.3355, abs=1e-4)
+    assert counted["2"]["3"]["pfc_rx"] == 1 and counted["2"]["4"]["paused_s"] > 0
+
+
 def test_decode_pause_reads_minimal_bytestrings(compiled):
     _, p4info = compiled
     msg = digest_list(1, pause(port=258, c3=0xFFFF, c7=1))
