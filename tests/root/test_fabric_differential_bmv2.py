@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 LEAF = "leaf-r0-0"
 PORTS = range(1, 7)  # 1-4: GPUs 10.0.0.1-4; 5, 6: spines (ECMP group for 10.1-3.0.0/24)
 QUIET_S = 0.25
+LAST_QUIET_S = 1.0  # after the last frame: a late output still finds its frame
 PACKET_OUTGOING = 4
 GPU_MAC = "02:00:0a:00:00:09"
 
@@ -99,7 +100,32 @@ def frames() -> list[tuple[int, bytes]]:
         (5, roce("10.3.0.4", "10.0.0.4", size=1400)),
         (6, roce("10.2.0.1", "10.0.0.2", size=0)),
     ]
-    return out
+    return [(port, numbered(i, frame)) for i, (port, frame) in enumerate(out)]
+
+
+def numbered(index: int, frame: bytes) -> bytes:
+    """An IPv4 frame with IP id ``index`` (its checksum kept right, or kept
+    wrong), so that an output is told apart by the frame it came from
+    however late the switch sends it."""
+    if frame[12:14] != b"\x08\x00":
+        return frame
+    pkt = Ether(frame)
+    probe = pkt[IP].copy()
+    del probe.chksum
+    valid = IP(bytes(probe)).chksum == pkt[IP].chksum
+    pkt[IP].id = index
+    if valid:
+        del pkt[IP].chksum
+    return bytes(pkt)
+
+
+def source_index(data: bytes, current: int, count: int) -> int:
+    """The frame an output came from: its IP id, else the frame just sent."""
+    if data[12:14] == b"\x08\x00" and len(data) >= 20:
+        index = int.from_bytes(data[18:20], "big")
+        if index < count:
+            return index
+    return current
 
 
 @pytest.fixture
@@ -154,23 +180,22 @@ def run_frames(testers: dict[int, str], sent: list[tuple[int, bytes]]
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
         s.bind((ifname, 3))
         socks[s.fileno()] = (port, s)
+    socks_by_port = {p: s for p, s in socks.values()}
+    results: list[list[tuple[int, bytes]]] = [[] for _ in sent]
     try:
-        results = []
-        for in_port, frame in sent:
-            socks_by_port = {p: s for p, s in socks.values()}
+        for i, (in_port, frame) in enumerate(sent):
             socks_by_port[in_port].send(frame)
-            got: list[tuple[int, bytes]] = []
+            quiet = LAST_QUIET_S if i == len(sent) - 1 else QUIET_S
             last = time.monotonic()
-            while time.monotonic() - last < QUIET_S:
-                ready, _, _ = select.select(list(socks), [], [], QUIET_S)
+            while time.monotonic() - last < quiet:
+                ready, _, _ = select.select(list(socks), [], [], quiet)
                 for fd in ready:
                     port, s = socks[fd]
                     data, addr = s.recvfrom(65535)
                     if addr[2] != PACKET_OUTGOING:
-                        got.append((port, data))
+                        results[source_index(data, i, len(sent))].append((port, data))
                         last = time.monotonic()
-            results.append(sorted(got))
-        return results
+        return [sorted(got) for got in results]
     finally:
         for _, s in socks.values():
             s.close()
