@@ -93,7 +93,8 @@ def ipv4_frame(dst_port: int, length: int) -> bytes:
 
 
 class Network:
-    """Namespaces sw, h1, h2 and veths h1:eth0—sw:sw-eth1, sw:sw-eth2—h2:eth0."""
+    """Namespaces sw, h1, h2 (loopbacks up) and veths h1:eth0—sw:sw-eth1,
+    sw:sw-eth2—h2:eth0 (MTU 9000)."""
 
     def __init__(self) -> None:
         prefix = f"afxb-{os.getpid()}"
@@ -107,13 +108,18 @@ class Network:
                 self.created.append(ns)
                 sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                    "net.ipv6.conf.default.disable_ipv6=1")
+                # BMv2's Thrift server is reached on 127.0.0.1 inside "sw".
+                sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
             for n in (1, 2):
                 a, b = f"afxb{os.getpid() % 100000}s{n}", f"afxb{os.getpid() % 100000}h{n}"
                 sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
                 sh("ip", "link", "set", a, "netns", self.ns["sw"], "name", f"sw-eth{n}")
                 sh("ip", "link", "set", b, "netns", self.ns[f"h{n}"], "name", "eth0")
-                sh("ip", "netns", "exec", self.ns["sw"], "ip", "link", "set", f"sw-eth{n}", "up")
-                sh("ip", "netns", "exec", self.ns[f"h{n}"], "ip", "link", "set", "eth0", "up")
+                # MTU 9000 as in the fabric runs, so that 4 KB frames pass.
+                sh("ip", "netns", "exec", self.ns["sw"], "ip", "link", "set", f"sw-eth{n}",
+                   "mtu", "9000", "up")
+                sh("ip", "netns", "exec", self.ns[f"h{n}"], "ip", "link", "set", "eth0",
+                   "mtu", "9000", "up")
         except BaseException:
             self.__exit__()
             raise

@@ -289,6 +289,16 @@ install_p4() {
     if [[ "$help_text" != *--priority-queues* ]]; then
         die "simple_switch_grpc has no --priority-queues option: aifabric needs BMv2 1.15.1 or later (see 'apt-cache policy p4lang-bmv2')"
     fi
+    # The project's own compile step (emulator/network/bmv2.py): fabric.p4 to
+    # BMv2 JSON and text P4Info, as every --target bmv2 run does first.
+    local out said
+    out="$(mktemp -d)"
+    if ! said="$(p4c-bm2-ss --p4v 16 --p4runtime-files "$out/fabric.p4info.txtpb" \
+        -o "$out/fabric.json" "$REPO_DIR/p4src/fabric.p4" 2>&1)"; then
+        rm -rf "$out"
+        die "p4c-bm2-ss cannot compile p4src/fabric.p4: $(printf '%s\n' "$said" | grep -m1 -i error || printf '%s\n' "$said" | tail -n 1)"
+    fi
+    rm -rf "$out"
 }
 
 install_project() {

@@ -25,7 +25,10 @@ PRIORITY`` over Thrift, through ``simple_switch_CLI``):
 
 Commands go to one long-lived ``simple_switch_CLI --thrift-port P`` per
 switch, fed on stdin: everything one wake-up decides is written at once,
-so a pause costs a Thrift call, not a CLI start (about half a second).
+so a pause costs a Thrift call, not a CLI start (0.2 s to over a second on
+a busy machine). The CLI is started, and waited for until it has connected,
+when the emulator starts: started at the first pause, it would apply a
+short pause after it had already ended.
 
 What differs from the built-in target, which pauses below P4 exactly:
 
@@ -69,8 +72,9 @@ What differs from the built-in target, which pauses below P4 exactly:
   traffic manager drops is never released from the register (P4 does not
   see it), so that port may stay paused.
 - **Quanta are timed at the configured link rate** (``rate_bps`` of the
-  topology), although BMv2 realises that rate only as full-size frames per
-  second.
+  topology), although BMv2 realises that rate only as frames per second of
+  one size (``frame_bytes``, the network layer's ``queue_frame_bytes``; the
+  link rate given back at the end of a pause is counted the same way).
 """
 
 from __future__ import annotations
@@ -167,15 +171,23 @@ def rate_command(rate_pps: int, port: int, priority: int) -> str:
 
 # ---- the CLI ----------------------------------------------------------------------------
 class CommandSink(Protocol):
+    def open(self) -> None: ...
+
     def send(self, commands: Sequence[str]) -> None: ...
 
     def close(self) -> None: ...
 
 
+# What simple_switch_CLI prints once it has connected and read the switch's
+# JSON, just before its first prompt.
+CLI_READY_MARK = "Control utility for runtime P4 table manipulation"
+
+
 class ThriftCli:
     """One long-lived ``simple_switch_CLI --thrift-port P`` fed commands on
-    stdin; started on the first commands, restarted if it has exited. Lines
-    of its output that contain ``Error`` are kept in :attr:`errors`."""
+    stdin; started by :meth:`open` (or the first commands), restarted if it
+    has exited. Lines of its output that contain ``Error`` are kept in
+    :attr:`errors`."""
 
     def __init__(self, switch: str, thrift_port: int, binary: str | None = None) -> None:
         self.switch = switch
@@ -183,23 +195,42 @@ class ThriftCli:
         self.binary = binary
         self.proc: subprocess.Popen[str] | None = None
         self.errors: collections.deque[str] = collections.deque(maxlen=100)
+        self.last_lines: collections.deque[str] = collections.deque(maxlen=3)
         self.restarts = 0
         self._reader: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    def open(self, timeout_s: float = bmv2.CLI_TIMEOUT_S) -> None:
+        """Start the CLI and wait until it has connected to the switch."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                said = " ".join(self.last_lines) or "it printed nothing"
+                raise PfcEmulationError(
+                    f"{self.switch}: simple_switch_CLI --thrift-port {self.thrift_port} did not "
+                    f"connect within {timeout_s:g} s ({said})")
 
     def _start(self) -> subprocess.Popen[str]:
         binary = self.binary or bmv2.require_tool(bmv2.CLI_BINARY)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._ready = threading.Event()
         proc = subprocess.Popen([binary, "--thrift-port", str(self.thrift_port)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
-        self._reader = threading.Thread(target=self._read, args=(proc,), daemon=True,
+        self._reader = threading.Thread(target=self._read, args=(proc, self._ready), daemon=True,
                                         name=f"pfc-cli-{self.switch}")
         self._reader.start()
         return proc
 
-    def _read(self, proc: subprocess.Popen[str]) -> None:
+    def _read(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            if CLI_READY_MARK in line:
+                ready.set()
+            if line.strip():
+                self.last_lines.append(line.strip())
             if "Error" in line or "Traceback" in line:
                 self.errors.append(line.strip())
                 log.warning("%s: simple_switch_CLI: %s", self.switch, line.strip())
@@ -273,7 +304,8 @@ class PfcEmulator:
     def __init__(self, client: DigestSource, p4info: p4info_pb2.P4Info, thrift_port: int,
                  ports: Sequence[PortQueueConfig], *, priority_queues: int = PRIORITIES,
                  pause_rate_pps: int | None = None, cli: CommandSink | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 frame_bytes: int = bmv2.FULL_FRAME_BYTES) -> None:
         self.client = client
         self.switch = client.name
         self.digest_id = digest_id(p4info)
@@ -283,6 +315,7 @@ class PfcEmulator:
         self.cli: CommandSink = cli if cli is not None else ThriftCli(client.name, thrift_port)
         self.clock = clock
         self.rate_bps = {p.port: p.rate_bps for p in ports}
+        self.frame_bytes = frame_bytes  # the network layer's queue_frame_bytes
         self.honoured = {p.port: frozenset(p.pfc_priorities) for p in ports}
         self._queues: dict[tuple[int, int], _QueueState] = {}
         self.frames = 0  # pause frames (digest messages) received
@@ -313,6 +346,7 @@ class PfcEmulator:
 
     def start(self) -> "PfcEmulator":
         self.enable_digest()
+        self.cli.open()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name=f"pfc-{self.switch}", daemon=True)
         self._thread.start()
@@ -380,7 +414,7 @@ class PfcEmulator:
     def _queue(self, port: int, prio: int) -> _QueueState:
         state = self._queues.get((port, prio))
         if state is None:
-            link = link_rate_pps(self.rate_bps[port])
+            link = link_rate_pps(self.rate_bps[port], self.frame_bytes)
             state = self._queues[(port, prio)] = _QueueState(link, link)
         return state
 
@@ -464,10 +498,23 @@ class PfcEmulator:
                     "cli_errors": self.cli_errors + len(getattr(self.cli, "errors", ())),
                     "queues": queues}
 
+    def port_stats(self, now: float | None = None) -> dict[str, object]:
+        """Paused seconds per port and priority in the shape of the built-in
+        target's ``GetPortStats`` (``ports``: ``port``, ``queues``:
+        ``priority``, ``paused_s``), so that a run's results count BMv2's
+        pauses as they count the built-in target's."""
+        ports: dict[int, list[dict[str, object]]] = {}
+        for key, q in self.stats(now)["queues"].items():  # type: ignore[attr-defined]
+            port, prio = (int(x) for x in key.split("/"))
+            ports.setdefault(port, []).append({"priority": prio, "paused_s": q["paused_s"]})
+        return {"ports": [{"port": port, "queues": queues}
+                          for port, queues in sorted(ports.items())]}
+
 
 def start_emulators(controller: "FabricController", thrift_ports: dict[str, int],
                     priority_queues: dict[str, int] | None = None,
-                    pause_rate_pps: int | None = None) -> dict[str, PfcEmulator]:
+                    pause_rate_pps: int | None = None,
+                    frame_bytes: int = bmv2.FULL_FRAME_BYTES) -> dict[str, PfcEmulator]:
     """One started :class:`PfcEmulator` per switch of a programmed
     :class:`~.controller.FabricController` whose plan honours PFC somewhere."""
     emulators: dict[str, PfcEmulator] = {}
@@ -478,7 +525,7 @@ def start_emulators(controller: "FabricController", thrift_ports: dict[str, int]
             emulators[name] = PfcEmulator(
                 controller.clients[name], controller.p4info, thrift_ports[name], plan.ports,
                 priority_queues=(priority_queues or {}).get(name, PRIORITIES),
-                pause_rate_pps=pause_rate_pps).start()
+                pause_rate_pps=pause_rate_pps, frame_bytes=frame_bytes).start()
     except BaseException:
         stop_emulators(emulators)
         raise

@@ -7,9 +7,13 @@ where it is missing.
 
 Port settings: BMv2 has no link delay and no byte-based queues, and its
 queue rate is in packets per second, per port, over Thrift only. After a
-switch is up, each port gets ``set_queue_depth`` (the buffer in full-size
-frames) and ``set_queue_rate`` (the link rate in full-size frames per
-second) through ``simple_switch_CLI``. The queue thus builds inside BMv2,
+switch is up, each port gets ``set_queue_depth`` (the buffer in frames)
+and ``set_queue_rate`` (the link rate in frames per second) through
+``simple_switch_CLI``, both counted in frames of one size: full-size
+Ethernet frames (1514 bytes) unless the network is given another
+(``NetworkOptions.queue_frame_bytes``; a run passes its RoCE data frame,
+MTU + 58 bytes, which carries nearly all its bytes). Smaller frames (ACKs,
+CNPs) therefore leave faster than the link rate and larger ones slower. The queue thus builds inside BMv2,
 where the P4 program sees it (``enq_qdepth``); no HTB is added on the
 interfaces, since a kernel queue would hide it. Link delay is not realised.
 ``simple_switch_grpc`` opens its gRPC port before its Thrift server (and
@@ -113,9 +117,10 @@ def queue_commands(ports: Sequence[PortPlan], frame_bytes: int = FULL_FRAME_BYTE
     return commands
 
 
-def set_queues(switch: str, thrift_port: int, ports: Sequence[PortPlan]) -> None:
+def set_queues(switch: str, thrift_port: int, ports: Sequence[PortPlan],
+               frame_bytes: int = FULL_FRAME_BYTES) -> None:
     """Apply :func:`queue_commands` to a running switch."""
-    commands = queue_commands(ports)
+    commands = queue_commands(ports, frame_bytes)
     if not commands:
         return
     cli = require_tool(CLI_BINARY)

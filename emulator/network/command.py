@@ -51,6 +51,7 @@ class SwitchLaunch:
     log_level: str = "info"
     port_config_file: str | None = None  # aifabric-switch only
     run_seed: int = 0  # aifabric-switch only: --seed is switch_seed(run_seed, name)
+    queue_frame_bytes: int = 1514  # BMv2 only: queue rate/depth counted in frames of this size
 
     @property
     def grpc_addr(self) -> str:

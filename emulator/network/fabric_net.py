@@ -151,7 +151,7 @@ class FabricNetwork(NetworkRun):
                 cpu_port=opts.cpu_port, priority_queues=opts.priority_queues,
                 log_level=opts.log_level,
                 port_config_file=str(port_config) if port_config else None,
-                run_seed=opts.seed)
+                run_seed=opts.seed, queue_frame_bytes=opts.queue_frame_bytes)
         return launches
 
     def _add_links(self) -> None:

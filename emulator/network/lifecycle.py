@@ -65,6 +65,9 @@ class NetworkOptions:
     # per queue of every switch port (BMv2: its depth; built-in target: the
     # static cap of each lossy queue); about BMv2's default of 64 x 1500 B
     buffer_bytes: int = 96_000
+    # BMv2 only: its queue rate and depth count frames; they are counted at
+    # this size (a run passes its RoCE data frame; see emulator.network.bmv2).
+    queue_frame_bytes: int = 1514
     priority_queues: int = 8
     cpu_port: int | None = DEFAULT_CPU_PORT
     log_level: str = "info"

@@ -195,7 +195,8 @@ class Bmv2SwitchNode(P4SwitchNode):
         return [self.log_file, self.log_file + ".txt", self.launch_spec.output_file]
 
     def after_ready(self) -> None:
-        bmv2.set_queues(self.name, self.launch_spec.thrift_port, self.launch_spec.ports)
+        spec = self.launch_spec
+        bmv2.set_queues(self.name, spec.thrift_port, spec.ports, spec.queue_frame_bytes)
 
 
 SWITCH_CLASSES: dict[str, type[P4SwitchNode]] = {

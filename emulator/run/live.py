@@ -209,7 +209,8 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
             session = stack.enter_context(FabricSession(
                 scenario.topology, target=target, settings=to_fabric_settings(scenario),
                 workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes,
-                options=NetworkOptions(pcap=bool(switch_points), seed=scenario.seed)))
+                options=NetworkOptions(pcap=bool(switch_points), seed=scenario.seed,
+                                       queue_frame_bytes=scenario.hosts.frame_bytes)))
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None
@@ -298,6 +299,8 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                 partial = True  # keep what was measured
             queue_stats.update(_read_all(lambda n: qclients[n].get_port_stats(), qclients,
                                          errors))
+            for name, emulator in session.pfc_emulators.items():  # BMv2's paused queues
+                queue_stats[name] = emulator.port_stats()
             queue_series.update(_read_all(lambda n: qclients[n].get_queue_series(), qclients,
                                           errors))
             switch_fidelity.update(_read_all(lambda n: qclients[n].get_fidelity(), qclients,

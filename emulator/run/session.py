@@ -93,9 +93,14 @@ class FabricSession:
             clock = now
         compiled = compile_fabric(self.target, self.workdir / "build")
         lap("compile_s")
+        options = self.options
+        if self.target == "bmv2" and self.buffer_bytes is not None:
+            # BMv2's only buffer is each queue's depth (emulator.network.bmv2):
+            # the run's buffer, not the network's default of about 64 frames.
+            options = replace(options, buffer_bytes=self.buffer_bytes)
         self.network = FabricNetwork(self.topology, self.target, self.workdir / "net",
                                      device_config=None, p4info=compiled.p4info_path,
-                                     options=self.options)
+                                     options=options)
         self.network.start()
         lap("network_s")
         addresses = self.network.switch_addresses()
@@ -116,7 +121,8 @@ class FabricSession:
             switches = {name: self.network.switch(name).launch_spec for name in addresses}
             self.pfc_emulators = start_emulators(
                 self.controller, {n: s.thrift_port for n, s in switches.items()},
-                {n: s.priority_queues for n, s in switches.items()})
+                {n: s.priority_queues for n, s in switches.items()},
+                frame_bytes=self.options.queue_frame_bytes)
         lap("queues_s")
         self.timings["total_s"] = round(sum(self.timings.values()), 3)
 

@@ -108,6 +108,9 @@ def test_bmv2_queue_commands_in_frames():
     commands = bmv2.queue_commands(ports(96_000)[:1])
     # 96000 B / 1514 B = 63 frames; 100 Mb/s / (8 * 1514 b) = 8256 frames/s
     assert commands == ["set_queue_depth 63 1", "set_queue_rate 8256 1"]
+    # Counted in a run's RoCE data frames (1024 B MTU + 58 B): 88 frames, 11553/s.
+    assert bmv2.queue_commands(ports(96_000)[:1], 1082) == [
+        "set_queue_depth 88 1", "set_queue_rate 11553 1"]
 
 
 def test_missing_bmv2_tool_is_one_line():

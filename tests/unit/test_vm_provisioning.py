@@ -632,6 +632,8 @@ def test_a_real_run_twice_adds_the_source_once_and_ends_with_setup_sh(tmp_path: 
      "simple_switch_grpc has no --priority-queues option: aifabric needs BMv2 1.15.1 or later"),
     ({"simple_switch_CLI": "echo 'ModuleNotFoundError: thrift' >&2; exit 1"},
      "simple_switch_CLI does not start"),
+    ({"p4c-bm2-ss": "echo 'fabric.p4(12): [--Werror=legacy] error: unknown option' >&2; exit 1"},
+     "p4c-bm2-ss cannot compile p4src/fabric.p4: fabric.p4(12): [--Werror=legacy] error: unknown"),
 ])
 def test_a_real_run_stops_on_a_bmv2_it_cannot_use(tmp_path: Path, repo_copy: Path,
                                                   changed: dict[str, str], says: str) -> None:

@@ -20,7 +20,7 @@ from scapy.layers.l2 import Ether
 
 from emulator.control import bmv2_pfc
 from emulator.control.bmv2_pfc import (
-    PfcEmulator, PfcPause, ThriftCli, decode_pause, link_rate_pps, pause_rate_pps, pause_seconds,
+    PfcEmulationError, PfcEmulator, PfcPause, ThriftCli, decode_pause, link_rate_pps, pause_rate_pps, pause_seconds,
 )
 from emulator.control.client import P4RuntimeError, SwitchClient
 from emulator.control.fabric_plan import PortQueueConfig
@@ -53,6 +53,11 @@ class RecordingCli:
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
         self.closed = False
+
+        self.opened = False
+
+    def open(self):
+        self.opened = True
 
     def send(self, commands):
         self.batches.append(list(commands))
@@ -126,6 +131,31 @@ def test_link_rate_is_the_one_the_network_layer_sets():
                         rate_bps, 5.0, 200_000)
         rate_cmd = [c for c in bmv2.queue_commands([plan]) if c.startswith("set_queue_rate")]
         assert rate_cmd == [f"set_queue_rate {link_rate_pps(rate_bps)} 4"]
+        rate_cmd = [c for c in bmv2.queue_commands([plan], 1082) if "rate" in c]
+        assert rate_cmd == [f"set_queue_rate {link_rate_pps(rate_bps, 1082)} 4"]
+
+
+def test_a_pause_gives_back_the_link_rate_in_the_networks_frame_size(compiled):
+    emu = emulator(compiled[1], frame_bytes=1082)
+    assert emu.on_pause(pause(c3=0xFFFF), 0.0)[0].startswith("set_queue_rate 3 1 3")
+    link_pps = round(MBPS100 / (8 * 1082))               # 11553 frames/s of 1082 B
+    assert emu.expire(1.0) == [f"set_queue_rate {link_pps} 1 3"]
+    assert emu.stats(1.0)["queues"]["1/3"]["link_pps"] == link_pps
+
+
+def test_port_stats_give_paused_time_as_results_read_the_builtin_targets(compiled):
+    from emulator.measure.results import switch_results
+
+    emu = emulator(compiled[1])
+    emu.on_pause(pause(port=2, c3=0xFFFF, c4=9766), 0.0)  # 4: 50 ms at 100 Mb/s
+    emu.expire(1.0)
+    stats = emu.port_stats(1.0)
+    assert stats == {"ports": [{"port": 2, "queues": [
+        {"priority": 3, "paused_s": pytest.approx(0xFFFF * 512 / MBPS100, abs=1e-6)},
+        {"priority": 4, "paused_s": pytest.approx(0.05, abs=1e-4)}]}]}
+    counted = switch_results({2: {3: {"pfc_rx_packets": 1}}}, stats)
+    assert counted["2"]["3"]["paused_s"] == pytest.approx(0.3355, abs=1e-4)
+    assert counted["2"]["3"]["pfc_rx"] == 1 and counted["2"]["4"]["paused_s"] > 0
 
 
 def test_decode_pause_reads_minimal_bytestrings(compiled):
@@ -260,6 +290,11 @@ FAKE_CLI = """\
 import json, os, sys, time
 log = open(os.environ["FAKE_CLI_LOG"], "a")
 log.write(json.dumps({{"argv": sys.argv[1:]}}) + "\\n"); log.flush()
+if os.environ.get("FAKE_CLI_FAIL"):
+    print("Could not connect to thrift client on port 9090", flush=True)
+    sys.exit(1)
+print("Obtaining JSON from switch...\\nDone", flush=True)
+print("Control utility for runtime P4 table manipulation", flush=True)
 for line in sys.stdin:
     line = line.strip()
     log.write(json.dumps({{"t": time.monotonic(), "cmd": line}}) + "\\n"); log.flush()
@@ -314,6 +349,28 @@ def test_one_cli_process_takes_every_batch(fake_cli):
     assert cli.proc is None
 
 
+def test_open_starts_the_cli_and_waits_until_it_has_connected(fake_cli):
+    cli = ThriftCli("leaf0", 9191)
+    cli.open()
+    assert [r["argv"] for r in fake_cli()] == [["--thrift-port", "9191"]]
+    assert cli.proc is not None and cli.proc.poll() is None
+    cli.send(["set_queue_rate 3 1 3"])
+    assert wait_for(lambda: commands(fake_cli()) == ["set_queue_rate 3 1 3"])
+    cli.close()
+    assert sum("argv" in r for r in fake_cli()) == 1
+
+
+def test_a_cli_that_cannot_connect_is_one_line(fake_cli, monkeypatch):
+    monkeypatch.setenv("FAKE_CLI_FAIL", "1")
+    cli = ThriftCli("leaf0", 9191)
+    with pytest.raises(PfcEmulationError) as err:
+        cli.open(timeout_s=5)
+    assert str(err.value).count("\n") == 0
+    assert "leaf0: simple_switch_CLI --thrift-port 9191 did not connect" in str(err.value)
+    assert "Could not connect to thrift client" in str(err.value)
+    cli.close()
+
+
 def test_the_cli_is_restarted_and_errors_are_kept(fake_cli):
     cli = ThriftCli("leaf0", 9191)
     cli.send(["die"])
@@ -333,6 +390,8 @@ def test_emulator_thread_drives_the_fake_cli_in_real_time(compiled, fake_cli):
     emu = PfcEmulator(client, p4info, 9292, PORTS).start()
     quanta = 9766                                        # 50 ms at 100 Mb/s
     try:
+        # The CLI is up before the first pause, so the pause costs no CLI start.
+        assert [r["argv"] for r in fake_cli()] == [["--thrift-port", "9292"]]
         start = time.monotonic()
         client.digests.put(digest_list(emu.digest_id, pause(c3=quanta)))
         assert wait_for(lambda: len(commands(fake_cli())) >= 2)
@@ -340,7 +399,7 @@ def test_emulator_thread_drives_the_fake_cli_in_real_time(compiled, fake_cli):
         emu.stop()
     recs = [r for r in fake_cli() if "cmd" in r]
     assert [r["cmd"] for r in recs] == ["set_queue_rate 20 1 3", f"set_queue_rate {LINK_PPS} 1 3"]
-    assert recs[0]["t"] - start < 1.0                    # CLI start included
+    assert recs[0]["t"] - start < 0.5
     assert 0.045 <= recs[1]["t"] - start                  # never before the pause has run out
     assert recs[1]["t"] - recs[0]["t"] < 0.5
     q = emu.stats()["queues"]["1/3"]
