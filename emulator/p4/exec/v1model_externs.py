@@ -20,6 +20,16 @@ from emulator.p4.types import (
 )
 
 
+# Extern calls whose effects are functions of the fields they are given
+# (or, for counters, replayed): an ingress pass that calls any other is
+# never cached (see :mod:`.decisions`).
+CACHEABLE = frozenset({
+    "verify", "mark_to_drop", "hash", "assert", "assume", "update_checksum",
+    "counter.count", "direct_counter.count", "packet_in.extract", "packet_in.lookahead",
+    "packet_in.advance", "packet_in.length", "packet_out.emit",
+})
+
+
 class V1ModelLowering:
     """``instances``: id(ir.Instance) → run-time object (Register, Counter …)."""
 
@@ -29,6 +39,9 @@ class V1ModelLowering:
 
     def lower(self, gen: Codegen, call: ir.ExternCall) -> str:
         target = call.target
+        kind = getattr(target.type, "name", "") if target is not None else ""
+        if (call.method if target is None else f"{kind}.{call.method}") not in CACHEABLE:
+            gen.mark_uncacheable(call.method)
         if target is None:
             method = getattr(self, "_f_" + call.method, None)
             if method is None:
@@ -294,11 +307,14 @@ class V1ModelLowering:
         packets = self._cells(gen, call, "packets")
         nbytes = self._cells(gen, call, "bytes")
         if packets is None or nbytes is None:
+            gen.mark_uncacheable("a counter that is not a declared instance")
             return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
         i = gen.fresh("ci")
         gen.pre.append(f"{i} = {gen.expr(call.args[0])}")
+        # The cell bumped, for a cached pass to bump again (.decisions).
         return (f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; "
-                f"{nbytes[0]}[{i}] += F._ctx.length")
+                f"{nbytes[0]}[{i}] += F._ctx.length; "
+                f"F._ctx.bumps.append(({packets[0]}, {nbytes[0]}, {i}))")
 
     def _m_direct_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         return "pass"  # the table counts its hits itself, as BMv2 does
