@@ -199,38 +199,56 @@ def key_paths(roles: dict[str, Type], fields: set[tuple[str, str]]) -> list[str]
     return paths
 
 
-def accessors(paths: list[str]) -> tuple[Callable[[object], tuple], Callable[[object, tuple], None]]:
-    """Generated ``read(F) -> tuple`` and ``write(F, values)`` of ``paths``."""
-    items = "".join(f"F.{p}, " for p in paths)
-    source = (f"def read(F):\n    return ({items})\n"
-              f"def write(F, v):\n    ({items}) = v\n")
+def _compile(source: str) -> dict[str, object]:
     ns: dict[str, object] = {}
     exec(compile(source, "<p4 decision cache>", "exec"), ns)  # noqa: S102 - our own code
-    return ns["read"], ns["write"]  # type: ignore[return-value]
+    return ns
+
+
+def reader(paths: list[str]) -> Callable[[object], tuple]:
+    """Generated ``read(F) -> tuple`` of ``paths``."""
+    return _compile(f"def read(F):\n    return ({''.join(f'F.{p}, ' for p in paths)})\n")["read"]  # type: ignore[return-value]
+
+
+def writer(paths: list[str]) -> Callable[[object, tuple], None]:
+    """Generated ``write(F, values)`` of ``paths``."""
+    if not paths:
+        return _compile("def write(F, v):\n    pass\n")["write"]  # type: ignore[return-value]
+    return _compile(f"def write(F, v):\n    ({''.join(f'F.{p}, ' for p in paths)}) = v\n")["write"]  # type: ignore[return-value]
 
 
 class DecisionCache:
-    """Ingress decisions by the touched fields' values: (values after
-    ingress, counter bumps, change of the packet-length register)."""
+    """Ingress decisions by the touched fields' values. An entry holds what
+    to replay: a writer of the fields ingress changed and their values
+    (a field whose value it kept needs no write: its value before ingress
+    is part of the key), the counter bumps and the change of the
+    packet-length register."""
 
-    __slots__ = ("read", "write", "entries", "paths", "hits", "misses")
+    __slots__ = ("read", "entries", "paths", "hits", "misses", "_writers")
 
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths
-        self.read, self.write = accessors(paths)
-        self.entries: dict[tuple, tuple[tuple, tuple, int]] = {}
+        self.read = reader(paths)
+        self.entries: dict[tuple, tuple[Callable[[object, tuple], None], tuple, tuple, int]] = {}
         self.hits = 0
         self.misses = 0
+        # writers by the indices of the fields they write (a few patterns:
+        # forwarded, dropped ...)
+        self._writers: dict[tuple[int, ...], Callable[[object, tuple], None]] = {}
 
     def forget(self) -> None:
         """Empty the cache (the control plane changed something)."""
         self.entries.clear()
 
     def store(self, key: tuple, after: tuple, bumps: tuple, length_delta: int) -> None:
+        changed = tuple(i for i, (a, b) in enumerate(zip(key, after)) if a != b or type(a) is not type(b))
+        write = self._writers.get(changed)
+        if write is None:
+            write = self._writers[changed] = writer([self.paths[i] for i in changed])
         entries = self.entries
         if len(entries) >= MAX_ENTRIES:
             entries.clear()
-        entries[key] = (after, bumps, length_delta)
+        entries[key] = (write, tuple(after[i] for i in changed), bumps, length_delta)
 
 
 def replay_bumps(bumps: tuple, nbytes: int) -> None:

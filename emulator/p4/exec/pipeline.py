@@ -391,8 +391,8 @@ class V1ModelPipeline:
                 if cached is not None:
                     # The same fields in, the same tables: the same decisions.
                     decisions.hits += 1
-                    after, bumps, length_delta = cached
-                    decisions.write(f, after)
+                    write, values, bumps, length_delta = cached
+                    write(f, values)
                     if bumps:
                         replay_bumps(bumps, ctx.length)
                     ctx.length_reg += length_delta
