@@ -43,6 +43,22 @@ VOLATILE_SM = frozenset({
     "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
 })
 MAX_ENTRIES = 1 << 16  # per switch; starts over when full
+# v1model extern calls ("method" or "extern type.method") whose effects are
+# functions of the fields they are given (or, for counters, replayed). An
+# ingress pass that calls any other is marked by the generated code and
+# never cached, so what such a call reads or writes stays out of the key.
+V1MODEL_CACHEABLE = frozenset({
+    "verify", "mark_to_drop", "hash", "assert", "assume", "update_checksum",
+    "counter.count", "direct_counter.count", "packet_in.extract", "packet_in.lookahead",
+    "packet_in.advance", "packet_in.length", "packet_out.emit",
+})
+
+
+def extern_key(call: ir.ExternCall) -> str:
+    """``call`` as :data:`V1MODEL_CACHEABLE` names it."""
+    if call.target is None:
+        return call.method
+    return f"{getattr(call.target.type, 'name', '')}.{call.method}"
 
 
 def is_volatile(base_type: Type, name: str) -> bool:
@@ -81,7 +97,7 @@ class _Walker:
         base of a member, an in/inout argument), not a use of all of it."""
         if isinstance(n, (list, tuple)):
             for x in n:
-                self.node(x)
+                self.node(x, alias)
             return
         if isinstance(n, dict):
             for x in n.values():
@@ -150,8 +166,10 @@ class _Walker:
                 # writes egress_spec and mcast_grp only (externs.mark_to_drop)
                 self.touched.update({(STANDARD_METADATA, "egress_spec"),
                                      (STANDARD_METADATA, "mcast_grp")})
-                self.node(e.args, alias=True) if e.args else None
+                self.node(e.args, alias=True)
                 return
+            if extern_key(e) not in V1MODEL_CACHEABLE:
+                return  # it runs only on a pass that is never cached
             if isinstance(e.target, ir.Expr):
                 self.node(e.target)
             for a in e.args:

@@ -13,21 +13,12 @@ import struct
 from emulator.p4 import ir
 from emulator.p4.exec import bytepack
 from emulator.p4.exec.externs import HASHES
+from emulator.p4.exec.decisions import V1MODEL_CACHEABLE, extern_key
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
 from emulator.p4.exec.layout import extract_lines, is_aggregate, py_ident, scalar_width
 from emulator.p4.types import (
     BitsType, BoolType, EnumType, HeaderType, HeaderUnionType, StackType, StructType, VarbitType,
 )
-
-
-# Extern calls whose effects are functions of the fields they are given
-# (or, for counters, replayed): an ingress pass that calls any other is
-# never cached (see :mod:`.decisions`).
-CACHEABLE = frozenset({
-    "verify", "mark_to_drop", "hash", "assert", "assume", "update_checksum",
-    "counter.count", "direct_counter.count", "packet_in.extract", "packet_in.lookahead",
-    "packet_in.advance", "packet_in.length", "packet_out.emit",
-})
 
 
 class V1ModelLowering:
@@ -39,8 +30,7 @@ class V1ModelLowering:
 
     def lower(self, gen: Codegen, call: ir.ExternCall) -> str:
         target = call.target
-        kind = getattr(target.type, "name", "") if target is not None else ""
-        if (call.method if target is None else f"{kind}.{call.method}") not in CACHEABLE:
+        if extern_key(call) not in V1MODEL_CACHEABLE:
             gen.mark_uncacheable(call.method)
         if target is None:
             method = getattr(self, "_f_" + call.method, None)
