@@ -236,3 +236,21 @@ def test_counters_and_direct_counters_are_replayed_on_hits() -> None:
     key = cached.table("I.t").canonical_key([0x0A])
     e1, e2 = cached.table("I.t").find(key), plain.table("I.t").find(key)
     assert (e1.packets, e1.bytes) == (e2.packets, e2.bytes) == (6, sum(34 + i for i in range(0, 12, 2)))
+
+
+STACK_PROGRAM = v1switch(headers="header tag_t { bit<8> v; }\nstruct headers { eth_t eth; tag_t[2] tags; }",
+                         ingress="apply { hdr.tags[0].v = 1; sm.egress_spec = 1; }")
+
+FUNCTION_PROGRAM = v1switch(decls="""
+    bit<48> stamp(in standard_metadata_t s) { return s.ingress_global_timestamp; }""",
+                            ingress="apply { hdr.eth.src = stamp(sm); sm.egress_spec = 1; }")
+
+
+@pytest.mark.parametrize("text,why", [(STACK_PROGRAM, "stack"),
+                                      (FUNCTION_PROGRAM, "in a function")])
+def test_programs_the_cache_cannot_key_run_without_it(text: str, why: str) -> None:
+    pipe = V1ModelPipeline(compile_text(text, "t.p4"), clock_us=StepClock())
+    assert pipe.decisions is None and why in pipe.cache_off_reason
+    outs = {pipe.process(0, _frame(0x0800)).outputs[0].data for _ in range(3)}
+    # the stamp differs packet by packet; the stack program's output does not
+    assert len(outs) == (3 if why == "in a function" else 1)
