@@ -10,5 +10,7 @@ packets through it as the v1model pipeline of BMv2's simple_switch does.
 - :mod:`.tables` holds table and action-profile state and lookups;
 - :mod:`.pipeline` runs a packet through parser, ingress, the hand-off to the
   traffic manager (unicast, multicast, clones, resubmit, recirculate), egress
-  and deparser.
+  and deparser;
+- :mod:`.decisions` caches ingress decisions per flow (keyed by the fields
+  ingress reads, replayed as the values it wrote and the counters it bumped).
 """

@@ -30,6 +30,7 @@ class CompiledBlocks:
     action_fns: dict[int, object]
     param_slots: dict[int, list[str]]
     class_names: dict[object, str]
+    cache_blocked: str | None = None  # why ingress decisions cannot be cached
 
     def class_for(self, t: object) -> type:
         """The generated class of an aggregate type used by a block parameter."""
@@ -138,7 +139,7 @@ class ModuleBuilder:
             self.tables[table_key].overrides[aid] = namespace[name]
         params = {key: slots for key, slots in self._param_slots.items()}
         return CompiledBlocks(source, namespace, blocks, frames_by_block, actions, params,
-                              gen.layouts.names())
+                              gen.layouts.names(), gen.cache_blocked)
 
     def _types(self, source: str) -> dict[str, object]:
         """The classes (headers, structs, frames) and makers ``source``
@@ -319,13 +320,17 @@ class ModuleBuilder:
             else:
                 gen.emit(f"e = {tname}.lookup({key})")
             if state.idle_timeout:
+                gen.mark_uncacheable(f"table {table.name}'s idle timeout")
                 gen.emit("if e.hit: e.last_hit_us = F._ctx.now_us")
+            if state.direct_meter_kind:
+                gen.mark_uncacheable(f"table {table.name}'s direct meter")
             if state.direct_counter or state.direct_meter_kind:
                 gen.emit("if e.hit:")
                 with gen.indent():
                     if state.direct_counter:
                         gen.emit("e.packets += 1")
                         gen.emit("e.bytes += F._ctx.length")
+                        gen.emit("F._ctx.bumps.append(e)")  # replayed by a cached pass
                     if state.direct_meter_kind and table.direct_meter is not None:
                         amount = "1" if state.direct_meter_kind == "packets" else "F._ctx.length"
                         key = id(table.direct_meter)

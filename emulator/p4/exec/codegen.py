@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from emulator.p4 import ir
+from emulator.p4.exec.decisions import is_volatile
 from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident
 from emulator.p4.exec.statements import StatementCodegen, is_fresh, unsupported
 from emulator.p4.types import (
@@ -92,6 +93,9 @@ class Codegen(StatementCodegen):
         # id(expr) → a temporary already holding its value (lvalue indices
         # evaluated once, before the right side of an assignment).
         self.pinned: dict[int, str] = {}
+        # Why the program's ingress cannot be cached (see :mod:`.decisions`),
+        # when generated code cannot mark a pass itself (a function has no frame).
+        self.cache_blocked: str | None = None
 
     # ---- names -----------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -211,6 +215,8 @@ class Codegen(StatementCodegen):
         bt = e.base.type
         if isinstance(bt, TupleType):
             return f"{self.expr(e.base)}[{int(e.name.lstrip('f'))}]"
+        if is_volatile(bt, e.name):
+            self.mark_uncacheable(f"standard_metadata.{e.name}")
         return f"{self.expr(e.base)}.{py_ident(e.name)}"
 
     def _x_StackElement(self, e: ir.StackElement) -> str:
@@ -394,6 +400,15 @@ class Codegen(StatementCodegen):
         return f"{tmp}[0]"
 
     # ---- helpers shared with statements -------------------------------------
+    def mark_uncacheable(self, why: str) -> None:
+        """Code that depends on more than the fields ingress reads (per-packet
+        metadata, extern state) or leaves effects besides them: it marks the
+        pass so its ingress decisions are not cached (:mod:`.decisions`)."""
+        if self.scope.is_function:
+            self.cache_blocked = self.cache_blocked or f"{why} in a function"
+        else:
+            self.pre.append("F._ctx.nocache = True")
+
     def args_in_order(self, args: tuple[ir.Expr, ...], params: tuple[ir.Local, ...]) -> list[str]:
         """Copy-in of call arguments, left to right."""
         codes: list[str] = []

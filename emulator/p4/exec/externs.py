@@ -281,7 +281,7 @@ class PacketContext:
 
     __slots__ = ("length", "now_us", "rng", "clone", "resubmit", "recirculate",
                  "truncate", "digests", "checksum_error", "logs", "meter_color",
-                 "payload", "sm", "length_reg", "owner")
+                 "payload", "sm", "length_reg", "owner", "nocache", "bumps")
 
     def __init__(self, length: int, now_us: float, rng: _random.Random) -> None:
         self.length = length
@@ -301,6 +301,10 @@ class PacketContext:
         self.payload = b""
         self.sm: object = None
         self.owner: object = None
+        # Set by generated code whose effect a cached ingress decision could
+        # not replay; counter cells bumped (see .decisions).
+        self.nocache = False
+        self.bumps: list[object] = []
 
     def digest(self, name: str, value: object) -> None:
         if not self.digests:

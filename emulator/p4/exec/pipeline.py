@@ -24,6 +24,9 @@ from emulator.p4 import ir
 from emulator.p4.errors import RuntimeConfigError
 from emulator.p4.exec.blocks import CompiledBlocks, ModuleBuilder
 from emulator.p4.exec.codegen import unsupported
+from emulator.p4.exec.decisions import (
+    DecisionCache, key_paths, replay_bumps, touched, Uncacheable,
+)
 from emulator.p4.exec.externs import (
     Counter, Cursor, ExitBlock, HASHES, Meter, PacketContext, ParserError, Register,
 )
@@ -177,6 +180,20 @@ class V1ModelPipeline:
         self.clone_sessions: dict[int, CloneSession] = {}
         self._field_lists = self._collect_field_lists()
         self._no_queue = QueueInfo()  # what egress is told without a queue (never changed)
+        # Ingress decisions per flow (see .decisions); None where the
+        # program's ingress cannot be keyed (``cache_off_reason`` says why).
+        self.decisions: DecisionCache | None = None
+        self.cache_off_reason = self.compiled.cache_blocked
+        if self.cache_off_reason is None:
+            try:
+                paths = key_paths(self._types, touched(self.ingress_block))  # type: ignore[arg-type]
+                self.decisions = DecisionCache(paths)
+            except Uncacheable as exc:
+                self.cache_off_reason = str(exc)
+        for table in self.tables.values():
+            table.changed = self.forget_decisions
+        for profile in self.profiles.values():
+            profile.changed = self.forget_decisions
 
     # ---- construction ------------------------------------------------------------
     def _make_instances(self) -> None:
@@ -245,9 +262,18 @@ class V1ModelPipeline:
 
     def set_multicast_group(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
         self.multicast_groups[group_id] = list(replicas)
+        self.forget_decisions()
 
     def set_clone_session(self, session_id: int, session: CloneSession) -> None:
         self.clone_sessions[session_id] = session
+        self.forget_decisions()
+
+    def forget_decisions(self) -> None:
+        """Empty the ingress decision cache: every control-plane write calls
+        this (tables and action profiles do themselves; P4Runtime writes of
+        any entity too), so the next packet runs ingress again."""
+        if self.decisions is not None:
+            self.decisions.forget()
 
     # ---- data plane -----------------------------------------------------------------
     def process(self, port: int, data: bytes) -> ProcessResult:
@@ -353,10 +379,37 @@ class V1ModelPipeline:
                 pass
             if ctx.checksum_error:
                 f.sm.checksum_error = ctx.checksum_error
-            try:
-                self._f_ingress(f)
-            except ExitBlock:
-                pass
+            decisions = self.decisions
+            if decisions is None or instance_type != NORMAL:
+                try:
+                    self._f_ingress(f)
+                except ExitBlock:
+                    pass
+            else:
+                key = decisions.read(f)
+                cached = decisions.entries.get(key)
+                if cached is not None:
+                    # The same fields in, the same tables: the same decisions.
+                    decisions.hits += 1
+                    write, values, bumps, length_delta = cached
+                    write(f, values)
+                    if bumps:
+                        replay_bumps(bumps, ctx.length)
+                    ctx.length_reg += length_delta
+                else:
+                    decisions.misses += 1
+                    ctx.nocache = False  # (the parser's and verify's marks don't count)
+                    ctx.bumps = []
+                    length_reg = ctx.length_reg
+                    try:
+                        self._f_ingress(f)
+                    except ExitBlock:
+                        pass
+                    if not ctx.nocache and ctx.clone is None and ctx.resubmit is None \
+                            and ctx.recirculate is None and ctx.truncate is None \
+                            and not ctx.digests and not ctx.logs and ctx.meter_color is None:
+                        decisions.store(key, decisions.read(f), tuple(ctx.bumps),
+                                        ctx.length_reg - length_reg)
             sm = f.sm
             if ctx.digests:
                 result.digests = [*result.digests, *ctx.digests]

@@ -97,6 +97,8 @@ class ActionProfile:
         # Hash by selector fields (a pure function of them): every packet of
         # a flow has the same fields. Bounded: starts over when full.
         self._hashes: dict[tuple[tuple[int, int], ...], int] = {}
+        # Called on every change (the pipeline forgets its cached decisions).
+        self.changed: Callable[[], None] = _nothing
 
     @property
     def with_selector(self) -> bool:
@@ -108,6 +110,7 @@ class ActionProfile:
         if len(self.members) >= self.size:
             raise RuntimeConfigError(f"{self.name}: profile is full ({self.size} members)")
         self.members[member_id] = entry
+        self.changed()
 
     def set_group(self, group_id: int, member_ids: Sequence[int],
                   weights: Sequence[int] | None = None) -> None:
@@ -124,6 +127,7 @@ class ActionProfile:
         for m in sorted(weight):
             expanded.extend([m] * (weight[m] - 1))
         self.groups[group_id] = expanded
+        self.changed()
 
     def select(self, group_id: int, selector_parts: Sequence[tuple[int, int]]) -> Entry | None:
         members = self.groups.get(group_id)
@@ -185,6 +189,9 @@ class Table:
         # and the memo of a scanned one.
         self.exact_entries = self._entries if self._exact else None
         self.scan_memo = self._memo if self.needs_priority else None
+        # Called on every change of the entries or the default (the
+        # pipeline forgets its cached decisions).
+        self.changed: Callable[[], None] = _nothing
 
     # ---- control-plane side ---------------------------------------------------
     def bind(self, fns: dict[int, ActionFn]) -> None:
@@ -285,9 +292,11 @@ class Table:
         entry.hit = False
         self.default = entry
         self._memo.clear()
+        self.changed()
 
     def _rebuild(self) -> None:
         self._memo.clear()
+        self.changed()
         if self._exact:
             return
         if self._lpm_index >= 0:
@@ -339,6 +348,10 @@ class Table:
             memo.clear()
         memo[key] = found
         return found
+
+
+def _nothing() -> None:
+    pass
 
 
 def _canonical(table: str, spec: KeySpec, value: object) -> object:

@@ -13,6 +13,7 @@ import struct
 from emulator.p4 import ir
 from emulator.p4.exec import bytepack
 from emulator.p4.exec.externs import HASHES
+from emulator.p4.exec.decisions import V1MODEL_CACHEABLE, extern_key
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
 from emulator.p4.exec.layout import extract_lines, is_aggregate, py_ident, scalar_width
 from emulator.p4.types import (
@@ -29,6 +30,8 @@ class V1ModelLowering:
 
     def lower(self, gen: Codegen, call: ir.ExternCall) -> str:
         target = call.target
+        if extern_key(call) not in V1MODEL_CACHEABLE:
+            gen.mark_uncacheable(call.method)
         if target is None:
             method = getattr(self, "_f_" + call.method, None)
             if method is None:
@@ -294,11 +297,14 @@ class V1ModelLowering:
         packets = self._cells(gen, call, "packets")
         nbytes = self._cells(gen, call, "bytes")
         if packets is None or nbytes is None:
+            gen.mark_uncacheable("a counter that is not a declared instance")
             return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
         i = gen.fresh("ci")
         gen.pre.append(f"{i} = {gen.expr(call.args[0])}")
+        # The cell bumped, for a cached pass to bump again (.decisions).
         return (f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; "
-                f"{nbytes[0]}[{i}] += F._ctx.length")
+                f"{nbytes[0]}[{i}] += F._ctx.length; "
+                f"F._ctx.bumps.append(({packets[0]}, {nbytes[0]}, {i}))")
 
     def _m_direct_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         return "pass"  # the table counts its hits itself, as BMv2 does

@@ -37,32 +37,37 @@ def write(ctx: PipelineContext, update: p4runtime_pb2.Update, services: Services
     if t not in (Update.INSERT, Update.MODIFY, Update.DELETE):
         raise invalid_argument("update type is not set")
     e = update.entity
-    if kind == "table_entry":
-        table_entries.write_table_entry(ctx, t, e.table_entry)
-    elif kind == "action_profile_member":
-        profiles.write_member(ctx, t, e.action_profile_member)
-    elif kind == "action_profile_group":
-        profiles.write_group(ctx, t, e.action_profile_group)
-    elif kind == "counter_entry":
-        resources.write_counter(ctx, t, e.counter_entry)
-    elif kind == "direct_counter_entry":
-        table_entries.write_direct_counter(ctx, t, e.direct_counter_entry)
-    elif kind == "meter_entry":
-        resources.write_meter(ctx, t, e.meter_entry)
-    elif kind == "direct_meter_entry":
-        table_entries.write_direct_meter(ctx, t, e.direct_meter_entry)
-    elif kind == "register_entry":
-        resources.write_register(ctx, t, e.register_entry)
-    elif kind == "value_set_entry":
-        resources.write_value_set(ctx, t, e.value_set_entry)
-    elif kind == "packet_replication_engine_entry":
-        pre.write_pre(ctx, t, e.packet_replication_engine_entry, services.cpu_port)
-    elif kind == "digest_entry":
-        write_digest_entry(ctx, t, e.digest_entry, services.digests)
-    elif kind == "extern_entry":
-        raise unimplemented("extern entries: v1model has no P4Runtime externs")
-    else:
-        raise invalid_argument("entity is not set")
+    try:
+        if kind == "table_entry":
+            table_entries.write_table_entry(ctx, t, e.table_entry)
+        elif kind == "action_profile_member":
+            profiles.write_member(ctx, t, e.action_profile_member)
+        elif kind == "action_profile_group":
+            profiles.write_group(ctx, t, e.action_profile_group)
+        elif kind == "counter_entry":
+            resources.write_counter(ctx, t, e.counter_entry)
+        elif kind == "direct_counter_entry":
+            table_entries.write_direct_counter(ctx, t, e.direct_counter_entry)
+        elif kind == "meter_entry":
+            resources.write_meter(ctx, t, e.meter_entry)
+        elif kind == "direct_meter_entry":
+            table_entries.write_direct_meter(ctx, t, e.direct_meter_entry)
+        elif kind == "register_entry":
+            resources.write_register(ctx, t, e.register_entry)
+        elif kind == "value_set_entry":
+            resources.write_value_set(ctx, t, e.value_set_entry)
+        elif kind == "packet_replication_engine_entry":
+            pre.write_pre(ctx, t, e.packet_replication_engine_entry, services.cpu_port)
+        elif kind == "digest_entry":
+            write_digest_entry(ctx, t, e.digest_entry, services.digests)
+        elif kind == "extern_entry":
+            raise unimplemented("extern entries: v1model has no P4Runtime externs")
+        else:
+            raise invalid_argument("entity is not set")
+    finally:
+        # Whatever changed (even in part, before an error), ingress
+        # decisions cached from the old state go.
+        ctx.pipeline.forget_decisions()
 
 
 def read(ctx: PipelineContext, entity: Entity) -> list[Entity]:
