@@ -17,7 +17,10 @@ and the wire (:mod:`emulator.sim`):
 4. scenario events are engine calls at their exact times (``stop_flow``,
    ``link_down``/``link_up`` take the link down in both directions and
    lose what is on it), PFC storms are handed to the storming agent as a
-   live run does; fed flows are fed every half chunk of simulated time;
+   live run does; fed flows are fed every half chunk of simulated time,
+   a chunk being :func:`sim_feed_chunk_s` of line rate (set by the
+   fabric, never by the duration, so a run's first milliseconds are the
+   same whatever its length);
 5. the engine runs to the scenario's duration (Ctrl-C: partial results);
    the agents' snapshots, the switches' P4 counters (read over P4Runtime),
    queue statistics and series are collected and the same
@@ -47,15 +50,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.run.agent_config import build_agent_configs
+from emulator.run.agent_config import build_agent_configs, host_rate_bps
 from emulator.run.captures import (
     collect_captures, gpu_capture_result, sim_capture_plan, start_sim_captures,
 )
 from emulator.run.events import (
     LINK_EVENTS, STORM_EVENTS, apply_buffer_overrides, apply_event, storm_record, storm_request,
 )
-from emulator.run.feeder import FEED_CHUNK_S, Feeder
-from emulator.run.qps import plan_qps
+from emulator.run.feeder import Feeder
+from emulator.run.qps import QpPlan, plan_qps
 from emulator.run.mpi import stop_requested
 from emulator.run.record import RunRecord, finish_run
 from emulator.run.sim_ranks import RankShare, Ranks, checkpoint, merge, plan_ranks, rank_figures
@@ -74,7 +77,24 @@ from emulator.topology import scale_up_tier
 FEEDER_CALL_KEY = 1 << 21
 MAX_BIN_S = 0.010
 BINS_PER_RUN = 200
+# Fed flows' chunks on the virtual clock (sim_feed_chunk_s).
+SIM_FEED_CHUNK_S = 20e-6
+SIM_FEED_CHUNK_FRAMES = 4
 PROGRESS_EVERY_WALL_S = 0.25
+
+
+def sim_feed_chunk_s(scenario: Scenario, qps: list[QpPlan]) -> float:
+    """Seconds of line rate in one chunk of a fed flow on the virtual clock:
+    :data:`SIM_FEED_CHUNK_S`, or :data:`SIM_FEED_CHUNK_FRAMES` MTU frames at
+    the slowest fed NIC where that is longer. Set by the fabric alone, never
+    by ``duration``: a run's first milliseconds do not depend on its length.
+    (Where messages begin and end does not move DCQCN, which is per queue
+    pair: see tests/unit/sim/test_sim_feed.py.)"""
+    rates = [host_rate_bps(scenario.topology, q.src_gpu) for q in qps if q.fed]
+    if not rates:
+        return SIM_FEED_CHUNK_S
+    frame_s = scenario.hosts.mtu_bytes * 8 / min(rates)
+    return max(SIM_FEED_CHUNK_S, SIM_FEED_CHUNK_FRAMES * frame_s)
 
 
 def series_bin_s(duration_s: float) -> float:
@@ -346,7 +366,7 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
 
     engine = fabric.engine
     ops = {f.id: ("write" if f.op == "read" else f.op) for f in flows}
-    chunk_s = min(FEED_CHUNK_S, max(scenario.duration_s / BINS_PER_RUN, 1e-6))
+    chunk_s = sim_feed_chunk_s(scenario, qps)
     feeder = Feeder(scenario, [q for q in qps if q.src_server in nodes], ops, chunk_s=chunk_s)
     for index, event in enumerate(scenario.events):
         if event.kind in STORM_EVENTS:
@@ -364,8 +384,19 @@ def _schedule_events(scenario: Scenario, qps: list, flows: list, fabric: Any,
     if not feeder.states:
         return
 
+    # What Feeder.tick reads of an agent's status, for the fed queue pairs only
+    # (a tick every 10 us must not build every agent's whole status).
+    fed = {}
+    for st in feeder.states:
+        fed.setdefault(st.qp.src_server, []).append(st.qp.qpn)
+
     def feed(now: float) -> bool:
-        status = {server: node.agent.status(now) for server, node in nodes.items()}
+        status = {}
+        for server, qpns in fed.items():
+            agent_qps = nodes[server].agent.qps
+            status[server] = {"qps": {str(n): {"outstanding": len(agent_qps[n].msgs),
+                                               "error": agent_qps[n].error}
+                                      for n in qpns if n in agent_qps}}
         for server, qpn, size, op in feeder.tick(now, status):
             nodes[server].agent.post(qpn, op, size, now)
             engine.schedule(nodes[server])

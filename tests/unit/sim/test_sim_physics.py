@@ -190,9 +190,21 @@ def test_rail_aligned_all_reduce_stays_off_the_spines(tmp_path: Path) -> None:
     assert crossed["totals"]["spine_bytes"] > 16_000_000
 
 
-@pytest.mark.parametrize("n, duration_ms", [(2, 20), (4, 40), (8, 40)])
-def test_dcqcn_incast_settles_busy_fair_and_short(tmp_path: Path, n: int,
-                                                  duration_ms: int) -> None:
+# Goodput spread bounds. 8 senders over 19 ms: the spread is one draw of a
+# wide distribution, measured over seeds 1-8 [sim]: 0.129-0.210 (mean 0.165)
+# with 200 us chunks, 0.151-0.281 (mean 0.215) with 20 us chunks;
+# the rate target Rt each flow keeps between cuts (clamp_target_rate off,
+# ConnectX's default) holds a flow above or below its share for several ms
+# (80 ms runs still gave 0.124 and 0.207). The chunk size reaches the fabric
+# only through the 16-byte RETH on each message's first packet, which
+# reshuffles the switch's ECN draws (AckReq every 15 instead of 16 packets
+# left results unchanged). The means differ by 0.05, ~2.5 standard errors:
+# not explained yet, and not a per-message state in the agent
+# (test_sim_feed.py::test_dcqcn_does_not_see_where_messages_end).
+@pytest.mark.parametrize("n, duration_ms, max_spread", [(2, 20, 0.2), (4, 40, 0.2),
+                                                        (8, 40, 0.3)])
+def test_dcqcn_incast_settles_busy_fair_and_short(tmp_path: Path, n: int, duration_ms: int,
+                                                  max_spread: float) -> None:
     """N-to-1 at 100 Gb/s, DCQCN with the paper's parameters as incast-dc
     writes them, scaled from 400 to 100 Gb/s (Kmin/Kmax 12.5/100 KB, Pmax
     0.2, R_AI 100 Mb/s, T = K = 55 us, N = 50 us, g = 1/256), PFC XOFF
@@ -200,8 +212,8 @@ def test_dcqcn_incast_settles_busy_fair_and_short(tmp_path: Path, n: int,
     shares take longer to even out). Judged on the second half (alpha has settled
     by then; with g = 1/256 that takes milliseconds): lossless,
     the bottleneck busy >= 90 % of the time (payload plus headers), goodput
-    spread <= 0.2, and the queue working in the marking band: it reaches
-    Kmin and never passes Kmax (so PFC has nothing left to do)."""
+    spread <= 0.2 (8 senders: 0.3, see above), and the queue working in the
+    marking band: it reaches Kmin and never passes Kmax (so PFC has nothing left to do)."""
     kmin, kmax, duration = 12_500, 100_000, duration_ms / 1e3
     data = scenario(f"incast{n}", topology(n + 1, 1, rate="100Gbps", delay="1us"),
                     {"generators": [{"kind": "incast", "id": "in",
@@ -235,7 +247,7 @@ def test_dcqcn_incast_settles_busy_fair_and_short(tmp_path: Path, n: int,
     busy = sum(rates.values()) * (1024 + 58) / 1024 / 100e9
     assert busy >= 0.90, (busy, rates)
     spread = (max(rates.values()) - min(rates.values())) / max(rates.values())
-    assert spread <= 0.2, rates
+    assert spread <= max_spread, rates
     with open(tmp_path / "queues.csv") as fh:
         depths = [int(r["depth_bytes"]) for r in csv.DictReader(fh)
                   if r["switch"] == "leaf-r0-0" and r["port"] == str(n + 1)
