@@ -1,0 +1,68 @@
+"""The shipped job scenarios (training-step, moe-training, inference-disagg)
+run live on the built-in target with ``time_scale: auto``: the job
+completes, the run ends when its work does (not at the duration), it keeps
+up (one of three runs faithful), every ``expect_checks`` passes (they read
+the data-centre twins, so the same checks hold on sim) and the jobs block
+carries the same fields as a sim run of the same file. Each live run takes
+1-2 min here (3 ms of the job slowed about 20,000 times); with its sim twin
+about 2-5 min a scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.run import run_scenario
+from emulator.scenario import load_scenario
+from tests.root.host_noise import skip_if_the_host_stalled
+
+pytestmark = pytest.mark.root
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+JOBS = ("training-step.yaml", "moe-training.yaml", "inference-disagg.yaml")
+ATTEMPTS = 3
+
+
+def field_paths(block: Any, prefix: str = "") -> set[str]:
+    """Every key path of a jobs block (lists by their first entry), the
+    clock's own label aside."""
+    out: set[str] = set()
+    if isinstance(block, dict):
+        for key, value in block.items():
+            if key == "clock":
+                continue
+            out.add(prefix + key)
+            out |= field_paths(value, f"{prefix}{key}.")
+    elif isinstance(block, list) and block and isinstance(block[0], dict):
+        out |= field_paths(block[0], f"{prefix}[].")
+    return out
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", JOBS)
+def test_job_scenario_runs_live_as_on_sim(name: str, tmp_path: Path) -> None:
+    scenario = load_scenario(SCENARIOS / name)
+    sim = run_scenario(scenario, tmp_path / "sim", progress=False)
+    assert sim["ended"]["reason"] == "work done", sim["ended"]
+    for attempt in range(ATTEMPTS):
+        live = run_scenario(load_scenario(SCENARIOS / name, "builtin", "auto"),
+                            tmp_path / f"live{attempt}", progress=False)
+        assert live["partial"] is False and live["errors"] == [], live["errors"]
+        assert live["ended"]["reason"] == "work done", live["ended"]
+        if live["fidelity"]["faithful"]:
+            break
+    skip_if_the_host_stalled(live, name)
+    assert live["fidelity"]["faithful"], f"{name}: {live['fidelity']['reasons']}"
+    failed = [c for c in live["checks"] if not c["passed"]]
+    assert not failed, failed
+    assert len(live["checks"]) == len(scenario.expect_checks)
+    (on_sim,), (on_live,) = sim["jobs"], live["jobs"]
+    assert (on_sim["clock"], on_live["clock"]) == ("sim", "live")
+    assert field_paths(on_live) == field_paths(on_sim)
+    # both clocks end a sized run the same way, in the same units
+    assert set(live["ended"]) - {"at_dc_s"} == set(sim["ended"])
+    # the live step in data-centre time within 10 % of the sim's
+    assert on_live["iteration_mean_dc_s"] == pytest.approx(on_sim["iteration_mean_dc_s"],
+                                                           rel=0.10)
