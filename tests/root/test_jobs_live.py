@@ -25,6 +25,7 @@ pytestmark = pytest.mark.root
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 JOBS = ("training-step.yaml", "moe-training.yaml", "inference-disagg.yaml")
 ATTEMPTS = 3
+LATE = "after the common start: the first flows started late"
 # inference-disagg keeps up live here too (faithful, every check passing, 16 ms
 # of serving in 321 s [wall] at time scale 20,000): the suite runs its first 6
 # requests (about 110 s a run)
@@ -69,12 +70,15 @@ def test_job_scenario_runs_live_as_on_sim(name: str, tmp_path: Path) -> None:
     for attempt in range(ATTEMPTS):
         live = run_scenario(load(name, "builtin", "auto"), tmp_path / f"live{attempt}",
                             progress=False)
-        assert live["partial"] is False and live["errors"] == [], live["errors"]
+        # agents ready late: the machine did not keep up at the start (another try)
+        late = [e for e in live["errors"] if LATE in e]
+        assert live["partial"] is False and live["errors"] == late, live["errors"]
         assert live["ended"]["reason"] == "work done", live["ended"]
-        if live["fidelity"]["faithful"]:
+        if live["fidelity"]["faithful"] and not late:
             break
     skip_if_the_host_stalled(live, name)
     assert live["fidelity"]["faithful"], f"{name}: {live['fidelity']['reasons']}"
+    assert not late, late
     failed = [c for c in live["checks"] if not c["passed"]]
     assert not failed, failed
     assert len(live["checks"]) == len(scenario.expect_checks)
