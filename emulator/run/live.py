@@ -89,8 +89,9 @@ from emulator.run.record import RunRecord, finish_run
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import emulated, emulation_warnings
-from emulator.scenario.spec import FlowSpec, Scenario
+from emulator.scenario.spec import RETH_BYTES, FlowSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload, job_plans
+from emulator.traffic.roce import ETH_HEADER_BYTES
 
 TICK_S = 0.05
 STATS_EVERY_S = 0.5
@@ -210,7 +211,8 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                 scenario.topology, target=target, settings=to_fabric_settings(scenario),
                 workdir=out / "fabric", buffer_bytes=scenario.switches.buffer_bytes,
                 options=NetworkOptions(pcap=bool(switch_points), seed=scenario.seed,
-                                       queue_frame_bytes=scenario.hosts.frame_bytes)))
+                                       queue_frame_bytes=scenario.hosts.frame_bytes,
+                                       mtu=interface_mtu(scenario))))
             timings["fabric_up_s"] = round(time.perf_counter() - clock, 3)
             net, ctl = session.network, session.controller
             assert net is not None and ctl is not None
@@ -346,6 +348,16 @@ def _read_all(read: Callable[[str], Any], switches: Any,
                 raise
             errors.append(f"switch {name}: not read: {exc}")
     return out
+
+
+def interface_mtu(scenario: Scenario) -> int:
+    """The veths' and switch ports' IP MTU: the network's default, or more
+    where the RoCE path MTU (``hosts.mtu``) needs it for a first packet's
+    frame (IP, UDP, BTH, RETH and ICRC around the payload)."""
+    from emulator.network.plan import DEFAULT_MTU
+
+    ip_bytes = scenario.hosts.frame_bytes - ETH_HEADER_BYTES + RETH_BYTES
+    return max(DEFAULT_MTU, ip_bytes)
 
 
 def _ended(reason: str, at_s: float, scenario: Scenario) -> dict[str, Any]:

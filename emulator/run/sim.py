@@ -66,7 +66,9 @@ from emulator.scenario.errors import ScenarioError
 from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import native
 from emulator.scenario.spec import EventSpec, Scenario
-from emulator.scenario.workload import collective_plans, expand_workload, job_plans
+from emulator.scenario.workload import (
+    collective_plans, expand_workload, job_plans, stopped_flows,
+)
 from emulator.sim.parallel import WindowStats, run_windows
 from emulator.sim.partition import describe
 from emulator.topology import scale_up_tier
@@ -233,11 +235,12 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
             error = exc
         checkpoint(ranks, error, "building the fabric")
         driving = time.perf_counter()
-        end, stats = _drive(scenario, engine, fabric, ranks, progress, share)
+        done = _work_done_check(scenario, qps, nodes, fabric, ranks)
+        end, stats = _drive(scenario, engine, fabric, ranks, progress, share, done)
         drive_wall_s = time.perf_counter() - driving
         timings["traffic_end_s"] = round(time.perf_counter() - wall, 3)
         for server, node in nodes.items():
-            node.agent.stop("duration", end)
+            node.agent.stop("work done" if share.work_done else "duration", end)
             share.agent_stats[server] = node.agent.snapshot(end)
         assert fabric.controller is not None
         for sw in fabric.local_switches:
@@ -321,9 +324,10 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
         sim_block.update(rank_figures(shares, ranks))
     extra: dict[str, Any] = {"events": [e[3] for e in merged.events], "errors": errors,
                              "timings": timings, "sim": sim_block,
-                             # the engine runs the whole duration (work done or not)
+                             # only sized work: the run ends once it is done
                              "ended": {"reason": "stopped" if merged.partial
-                                       else "duration reached", "at_s": end}}
+                                       else "work done" if shares[0].work_done
+                                       else "duration reached", "at_s": round(end, 9)}}
     if scenario.ignored_time_scale is not None:
         extra["ignored_time_scale"] = scenario.ignored_time_scale
     if captures:
@@ -411,14 +415,45 @@ def _event_call(index: int, event: EventSpec, feeder: Feeder, actions: SimFabric
     return apply
 
 
+def _work_done_check(scenario: Scenario, qps: list, nodes: dict[str, Any], fabric: Any,
+                     ranks: Ranks | None) -> Callable[[float], bool] | None:
+    """With only sized work (every flow sized, none stopped by an event):
+    a check, the same on every rank, whether at ``t`` all of it is done
+    (every byte acknowledged, every work-graph entry posted, every event
+    past) and the fabric has drained (no switch holds a frame); None when
+    the run must go to its duration. With ranks, each counts its own agents
+    and switches and they add up their counts (one allgather)."""
+    if not qps or not all(q.size_bytes for q in qps) or stopped_flows(scenario):
+        return None
+    sized = sum(q.size_bytes for q in qps)
+    last_event_s = max((e.at_s for e in scenario.events), default=0.0)
+    agents = [node.agent for node in nodes.values()]
+    dataplanes = [fabric.switches[sw.name].dataplane for sw in fabric.local_switches]
+
+    def done(t: float) -> bool:
+        acked = sum(qp.counters.bytes_acked for a in agents for qp in a.qps.values())
+        pending = sum(a.graph.pending() for a in agents)
+        busy = sum(dp.next_deadline() is not None for dp in dataplanes)
+        if ranks is not None:
+            counts = ranks.comm.allgather((acked, pending, busy))
+            acked, pending, busy = (sum(c[i] for c in counts) for i in range(3))
+        return t >= last_event_s and acked >= sized and not pending and not busy
+    return done
+
+
 def _drive(scenario: Scenario, engine: Any, fabric: Any, ranks: Ranks | None,
-           show_progress: bool, share: RankShare) -> tuple[float, WindowStats | None]:
+           show_progress: bool, share: RankShare,
+           done: Callable[[float], bool] | None = None) -> tuple[float, WindowStats | None]:
     """Run the engine to the duration (in windows with the other ranks),
     with a progress bar in simulated time: the time every rank has reached.
-    Ctrl-C ends the run early, with what was measured (``share.partial``)."""
+    With ``done`` (:func:`_work_done_check`) the run goes in steps of one
+    series bin and ends at the first step's end where all work is done
+    (``share.work_done``). Ctrl-C ends the run early, with what was
+    measured (``share.partial``)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     duration = scenario.duration_s
+    step_s = duration if done is None else series_bin_s(duration)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.fields[clock]}"), TimeRemainingColumn(),
                   disable=not show_progress, transient=False) as bar:
@@ -433,17 +468,32 @@ def _drive(scenario: Scenario, engine: Any, fabric: Any, ranks: Ranks | None,
                 last[0] = now
                 bar.update(task, completed=t, clock=_clock_text(t, duration, engine.events))
 
-        stats = None
+        stats = None if ranks is None else WindowStats()
+        end = 0.0
         try:
-            if ranks is None:
-                end = engine.run(duration, on_progress=progress, progress_every=2000)
-            else:
-                stats = run_windows(engine, ranks.comm, duration, ranks.part.lookahead_s,
-                                    ranks.outboxes, fabric.ends_by_key, on_window=progress,
-                                    stop_requested=stop_requested if ranks.lead else None)
-                end = stats.end_s
-                if stats.interrupted:
-                    raise KeyboardInterrupt
+            k = 0
+            while True:
+                k += 1
+                until = min(k * step_s, duration)
+                if ranks is None:
+                    engine.run(until, on_progress=progress, progress_every=2000)
+                else:
+                    assert stats is not None
+                    part = run_windows(engine, ranks.comm, until, ranks.part.lookahead_s,
+                                       ranks.outboxes, fabric.ends_by_key, on_window=progress,
+                                       stop_requested=stop_requested if ranks.lead else None)
+                    stats.windows += part.windows
+                    stats.sent_frames += part.sent_frames
+                    stats.wait_s += part.wait_s
+                    stats.end_s = part.end_s
+                    if part.interrupted:
+                        raise KeyboardInterrupt
+                end = until
+                if until >= duration:
+                    break
+                if done is not None and done(until):
+                    share.work_done = True
+                    break
         except KeyboardInterrupt:
             share.partial = True
             end = engine.clock.now if stats is None or not stats.end_s else stats.end_s

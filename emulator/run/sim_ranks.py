@@ -100,6 +100,7 @@ class RankShare:
     engine: dict[str, Any] = field(default_factory=dict)
     partial: bool = False
     end_s: float = 0.0
+    work_done: bool = False                                         # ended before the duration
 
 
 def merge(shares: list[RankShare], scenario: Scenario) -> RankShare:

@@ -11,7 +11,9 @@ resolved); every error is one line naming the key.
   ``interval`` (seeded by the scenario's seed and the job's id; all at once
   without it), ``prompt`` and ``output`` lengths fixed or ``[min, max]``
   uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35), ``stripe_rails``
-  (default false) to spread each KV cache over the servers' NICs;
+  (default false) to spread each KV cache over the servers' NICs,
+  ``max_batch`` (default 1) requests a decode GPU batches (continuous
+  batching, :mod:`~.jobs_serve`);
 - ``chakra``: ``traces`` (one ET file per rank), ranks onto GPUs by the
   ``gpus`` list (rank r on the r-th GPU, in the order written, patterns in
   topology order) or a ``mapping`` file (one GPU name per line), else the
@@ -125,7 +127,7 @@ def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
     serving = ServingJob(model, Gpu(item["peak_tflops"] * 1e12,
                                     item.get("efficiency", DEFAULT_EFFICIENCY)),
                          item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
-                         len(prefill), len(decode), requests)
+                         len(prefill), len(decode), requests, item.get("max_batch", 1))
     gpus = tuple(prefill + decode)
     places = ()
     if item.get("stripe_rails", False):

@@ -4,8 +4,10 @@ and the KV cache handed between them over the fabric.
 Requests arrive at given times (:func:`poisson_requests`: a Poisson process
 at a mean gap, seeded), each with a prompt and an output length. Request r
 is prefilled on prefill GPU r mod P and decoded on decode GPU r mod D; each
-GPU serves its requests one after another, in arrival order (batch 1: no
-continuous batching, no chunked prefill). Per request:
+prefill GPU serves its requests one after another, in arrival order (no
+chunked prefill); a decode GPU batches up to ``max_batch`` requests
+(continuous batching: a request joins as soon as its KV cache is there and
+a slot of the batch is free, and leaves after its last token). Per request:
 
 - **prefill**: layers x forward FLOPs of the prompt (as
   :meth:`~.jobs_model.ModelShape.layer_fwd_flops` with one sequence) plus
@@ -15,13 +17,20 @@ continuous batching, no chunked prefill). Per request:
   prefill GPU to the decode GPU over the fabric (one transfer, or striped
   over the rails, see :func:`serve_graph`);
 - **decode**: the first output token, then the others, each a step of
-  max(FLOPs, weight bytes / HBM bandwidth): FLOPs = 2 x active params +
-  4 x layers x context x hidden (context: the prompt), bytes = the params
-  a token goes through (active params) x bytes per element.
+  the batch: max(B x FLOPs, (weight bytes + B x KV bytes) / HBM
+  bandwidth), FLOPs = 2 x active params + 4 x layers x context x hidden
+  (context: the prompt), weight bytes = the params a token goes through
+  (active params) x bytes per element, read once a step for the whole
+  batch, and every request's KV cache read. B is the batch the GPU runs at
+  full load: min(max_batch, requests on that GPU) (the graph is fixed
+  before the run, so a step does not shrink while the batch is not full).
+  Slots are taken in turn: the k-th request of a decode GPU has slot k mod
+  max_batch and waits for that slot's previous request.
 
 TTFT = end of the first token - arrival; TPOT = (end of the last - end of
-the first) / (output - 1). Left out: batching, KV offload to storage when
-HBM is full, tensor parallelism.
+the first) / (output - 1). Left out: KV offload to storage when HBM is
+full, tensor parallelism, chunked prefill, a step that shrinks with the
+batch.
 """
 
 from __future__ import annotations
@@ -51,10 +60,13 @@ class ServingJob:
     prefill: int
     decode: int
     requests: tuple[Request, ...]
+    max_batch: int = 1
 
     def __post_init__(self) -> None:
         if self.hbm_bytes_per_s <= 0:
             raise ValueError(f"hbm must be positive, not {self.hbm_bytes_per_s}")
+        if self.max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, not {self.max_batch}")
         for r in self.requests:
             if r.prompt < 1 or r.output < 1:
                 raise ValueError("prompt and output must be at least 1 token")
@@ -68,11 +80,21 @@ class ServingJob:
         return self.gpu.seconds(m.layers * m.layer_fwd_flops(1, prompt)
                                 + 2.0 * m.vocab * m.hidden)
 
-    def step_s(self, context: int) -> float:
+    def step_s(self, context: int, batch: int = 1) -> float:
+        """One decode step of ``batch`` requests of ``context`` tokens each;
+        with batch 1 the KV read is left out (batch-1 serving: the weights
+        dominate), with more every request's cache is read too."""
         m = self.model
         flops = 2.0 * m.active_params + 4.0 * m.layers * context * m.hidden
-        return max(self.gpu.seconds(flops),
-                   m.active_params * m.bytes_per_element / self.hbm_bytes_per_s)
+        read = m.active_params * m.bytes_per_element
+        if batch > 1:
+            read += batch * self.kv_bytes(context)
+        return max(self.gpu.seconds(batch * flops), read / self.hbm_bytes_per_s)
+
+    def batch_on(self, decode_rank: int) -> int:
+        """The batch decode GPU ``decode_rank`` (0..D-1) runs at full load."""
+        count = len(range(decode_rank, len(self.requests), self.decode))
+        return max(1, min(self.max_batch, count))
 
 
 def poisson_requests(count: int, mean_gap_s: float, prompt: tuple[int, int],
@@ -115,8 +137,11 @@ def serve_graph(job: ServingJob, places: Sequence[tuple[str, int]] = ()) -> list
             kv.append(pre + ("kv" if len(pairs) == 1 else f"kv{k}"))
             nodes.append(Node(kv[-1], "kv", f"kv{a}>{b}", (pre + "prefill",), 0.0,
                               size // len(pairs) + (k < size % len(pairs)), 2, a, b))
-        step = job.step_s(req.prompt)
-        nodes.append(Node(pre + "first", "compute", f"g{d}", tuple(kv), step, rank=d))
-        nodes.append(Node(pre + "rest", "compute", f"g{d}", (), (req.output - 1) * step,
+        batch = job.batch_on(d - p_count)
+        step = job.step_s(req.prompt, batch)
+        # the decode GPU's slot: one stream per slot of its batch
+        slot = f"g{d}" if job.max_batch == 1 else f"g{d}/b{(r // job.decode) % batch}"
+        nodes.append(Node(pre + "first", "compute", slot, tuple(kv), step, rank=d))
+        nodes.append(Node(pre + "rest", "compute", slot, (), (req.output - 1) * step,
                           rank=d))
     return nodes

@@ -82,7 +82,7 @@ class JobSpec:
             data["inference"] = {
                 "model": vars(v.model).copy(), "gpu": vars(v.gpu).copy(),
                 "hbm_bytes_per_s": v.hbm_bytes_per_s, "prefill": v.prefill, "decode": v.decode,
-                "requests": [vars(r).copy() for r in v.requests]}
+                "requests": [vars(r).copy() for r in v.requests], "max_batch": v.max_batch}
         else:
             data["traces"] = list(self.traces)
         return data

@@ -88,11 +88,18 @@ DC_FIELDS: dict[str, tuple[str, ...]] = {
     "links": ("rate_bps",),
     "collectives": ("time_s", "algbw_bps", "busbw_bps", "latency_p50_s", "latency_p99_s",
                     "latency_max_s"),
-    "jobs": ("iteration_mean_s", "iteration_p99_s", "compute_mean_s"),
 }
 
 # Sections whose nested mappings, at any depth, get twins of these fields.
-DC_NESTED: dict[str, tuple[str, ...]] = {"switches": ("paused_s",), "hosts": ("paused_s",)}
+DC_NESTED: dict[str, tuple[str, ...]] = {
+    "switches": ("paused_s",), "hosts": ("paused_s",),
+    # a job's means (exposed_mean_s: one figure per kind), its collectives,
+    # transfers and serving figures
+    "jobs": ("iteration_mean_s", "iteration_p99_s", "compute_mean_s", "exposed_mean_s",
+             "time_s", "algbw_bps", "busbw_bps", "mean_s", "max_s",
+             "ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s",
+             "tpot_mean_s", "kv_handoff_p50_s", "kv_handoff_p99_s", "kv_handoff_mean_s"),
+}
 
 T = TypeVar("T")
 
@@ -269,7 +276,10 @@ def dc_value(name: str, value: float | None, k: float) -> float | None:
 def _add_dc(entry: MutableMapping[str, Any], names: tuple[str, ...], k: float) -> None:
     for name in names:
         if name in entry:
-            entry[dc_name(name)] = dc_value(name, entry[name], k)
+            value = entry[name]
+            entry[dc_name(name)] = ({key: dc_value(name, v, k) for key, v in value.items()}
+                                    if isinstance(value, MutableMapping)
+                                    else dc_value(name, value, k))
 
 
 def to_dc(results: MutableMapping[str, Any], k: float, *,

@@ -310,6 +310,7 @@ JOB_SCHEMAS: dict[str, dict[str, Any]] = {
                        "description": "a share of the peak from 0 (excluded) to 1"},
         "hbm_tb_per_s": _NUMBER,
         "stripe_rails": _BOOL,
+        "max_batch": _int(1, 4096, "a whole number of requests a decode GPU batches, 1 to 4096"),
     }, required=("kind", "id", "model", "prefill", "decode", "requests", "prompt", "output",
                  "peak_tflops")),
     "chakra": _obj("a chakra job", {

@@ -299,3 +299,24 @@ def test_ranks_need_the_sim_target(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("aifabric: --ranks and mpiexec run "
                                                            "the virtual clock only")
+
+
+@needs_mpi
+def test_a_run_of_only_sized_work_ends_at_the_same_instant_on_every_rank_count(
+        tmp_path: Path) -> None:
+    """Without the endless flow (and its stop), the run ends once all flows
+    are acknowledged and the switches are empty: a decision the ranks take
+    together (their counts summed), so 3 ranks end where one engine does."""
+    data = everything_scenario()
+    data["workload"]["flows"] = [f for f in data["workload"]["flows"] if f["id"] != "d"]
+    data["events"] = [e for e in data["events"] if e["kind"] != "stop_flow"]
+    scenario_file = tmp_path / "sized.yaml"
+    scenario_file.write_text(yaml.safe_dump(data))
+    one = tmp_path / "one"
+    results = run_sim(load_scenario(scenario_file), one, progress=False)
+    ended = results["ended"]
+    assert ended["reason"] == "work done" and 0.0009 <= ended["at_s"] < 0.005, ended
+    assert results["totals"]["flows_completed"] == 4
+    done = mpi_run(scenario_file, tmp_path / "three", 3)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert compare_runs(one, tmp_path / "three") == []
