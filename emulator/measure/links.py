@@ -77,9 +77,13 @@ def _port_sum(switches: Mapping[str, Any], switch: str, port: int, key: str) -> 
     return sum(values) if values else None
 
 
-def _nic_tx_bytes(hosts: Mapping[str, Any], topology: Topology, gpu_name: str) -> int:
-    gpu = topology.gpu(gpu_name)
-    nic = hosts.get(gpu.server, {}).get("nics", {}).get(gpu.intf)
+def _nic_tx_bytes(hosts: Mapping[str, Any], topology: Topology, link: Link) -> int:
+    """What the host end of a host link sent: its own NIC's (a GPU's scale-up
+    port on a scale-up link, not the GPU's backend NIC)."""
+    assert link.gpu is not None
+    gpu = topology.gpu(link.gpu)
+    intf = topology.scale_up_nic(link.gpu).intf if link.network == "scale-up" else gpu.intf
+    nic = hosts.get(gpu.server, {}).get("nics", {}).get(intf)
     return int(nic["tx_bytes"]) if nic else 0
 
 
@@ -96,7 +100,7 @@ def link_row(link: Link, topology: Topology, switches: Mapping[str, Any],
         assert link.gpu is not None
         a = link.gpu
         rx = _port_sum(switches, link.node_b, link.port_b, "rx_bytes")
-        bytes_ab = rx if rx is not None else _nic_tx_bytes(hosts, topology, link.gpu)
+        bytes_ab = rx if rx is not None else _nic_tx_bytes(hosts, topology, link)
     else:
         a = link.node_a
         bytes_ab = _port_sum(switches, link.node_a, link.port_a, "tx_bytes") or 0

@@ -319,7 +319,8 @@ def _job_work(configs: dict[str, dict[str, Any]], works: Sequence[Work],
             if deps[0].dst_server != work.server:
                 raise ScenarioError(f"{source}: {work.tag} waits for {flow}, which arrives at "
                                     f"{deps[0].dst_server}, not at {work.server}")
-            after_rx.extend([dep.qpn, count] for dep in deps)
+            # the receiving end's QP: apart from the sender's inside one agent (qps.py)
+            after_rx.extend([dep.responder_qpn, count] for dep in deps)
         common = {"tag": work.tag, "at_s": work.at_ns / 1e9, "after": after,
                   "after_rx": after_rx}
         if work.op == "compute":
