@@ -69,10 +69,13 @@ def _show(args: argparse.Namespace) -> int:
     links = Table(title="links")
     for column in ("kind", "count", "rate", "delay"):
         links.add_column(column, justify="right" if column == "count" else "left")
+    # the backend's rows count its links only; the other networks have rows of their own
     for kind, link in (("host", topology.spec.host_link), ("fabric", topology.spec.fabric_link)):
-        links.add_row(kind, str(summary[f"{kind}_links"]), format_rate(link.rate_bps),
-                      format_delay(link.delay_ns))
-    # DCI, front-end and storage links (part of the host and fabric counts above)
+        backend = sum(lk.kind == kind and lk.network == "backend" for lk in topology.links)
+        links.add_row(kind, str(backend), format_rate(link.rate_bps), format_delay(link.delay_ns))
+    for domain in topology.domains[:1]:  # every domain has the file's rate and hop
+        links.add_row("scale-up (sim)", str(sum(len(d.gpus) for d in topology.domains)),
+                      format_rate(domain.rate_bps), f"{format_delay(domain.hop_latency_ns)} hop")
     other: dict[tuple[str, str, int, int], int] = {}
     for lk in topology.links:
         if lk.network != "backend":

@@ -77,10 +77,18 @@ def _port_sum(switches: Mapping[str, Any], switch: str, port: int, key: str) -> 
     return sum(values) if values else None
 
 
-def _nic_tx_bytes(hosts: Mapping[str, Any], topology: Topology, gpu_name: str) -> int:
-    gpu = topology.gpu(gpu_name)
-    nic = hosts.get(gpu.server, {}).get("nics", {}).get(gpu.intf)
-    return int(nic["tx_bytes"]) if nic else 0
+def _nic_tx_bytes(hosts: Mapping[str, Any], topology: Topology, link: Link) -> int:
+    """What the host end of a host link sent: its own NIC's (a GPU's scale-up
+    port on a scale-up link, not the GPU's backend NIC)."""
+    return _nic_bytes(hosts, topology, link, "tx_bytes")
+
+
+def _nic_bytes(hosts: Mapping[str, Any], topology: Topology, link: Link, key: str) -> int:
+    assert link.gpu is not None
+    gpu = topology.gpu(link.gpu)
+    intf = topology.scale_up_nic(link.gpu).intf if link.network == "scale-up" else gpu.intf
+    nic = hosts.get(gpu.server, {}).get("nics", {}).get(intf)
+    return int(nic[key]) if nic else 0
 
 
 def _util(nbytes: int, rate_bps: int, duration_s: float) -> float:
@@ -96,11 +104,15 @@ def link_row(link: Link, topology: Topology, switches: Mapping[str, Any],
         assert link.gpu is not None
         a = link.gpu
         rx = _port_sum(switches, link.node_b, link.port_b, "rx_bytes")
-        bytes_ab = rx if rx is not None else _nic_tx_bytes(hosts, topology, link.gpu)
+        bytes_ab = rx if rx is not None else _nic_tx_bytes(hosts, topology, link)
     else:
         a = link.node_a
         bytes_ab = _port_sum(switches, link.node_a, link.port_a, "tx_bytes") or 0
-    bytes_ba = _port_sum(switches, link.node_b, link.port_b, "tx_bytes") or 0
+    bytes_ba = _port_sum(switches, link.node_b, link.port_b, "tx_bytes")
+    if bytes_ba is None and link.network == "scale-up":
+        # live: the scale-up switch is in the agent; what reached the GPU's port
+        bytes_ba = _nic_bytes(hosts, topology, link, "rx_bytes")
+    bytes_ba = bytes_ba or 0
     return {"a": a, "a_port": link.port_a, "b": link.node_b, "b_port": link.port_b,
             "kind": link.kind, "network": link.network, "rate_bps": link.rate_bps,
             "bytes_ab": bytes_ab, "bytes_ba": bytes_ba,

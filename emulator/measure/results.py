@@ -103,6 +103,7 @@ from emulator.measure.networks import network_results
 from emulator.measure.run_series import write_run_series_csvs
 from emulator.scenario.scale import DC_FIELDS, dc_name, to_dc
 from emulator.scenario.spec import FlowSpec, Scenario
+from emulator.topology import scale_up_tier
 
 if TYPE_CHECKING:
     from emulator.run.qps import QpPlan  # the plan a run made; only read here
@@ -377,9 +378,11 @@ def assemble(scenario: Scenario, target: str, flows: Sequence[FlowSpec],
     if results.get("collectives"):
         totals["collectives_incomplete"] = sum(not c["completed"]
                                                for c in results["collectives"])
-    links, ecmp, link_sums = link_metrics(topo, switches, hosts, results["duration_s"])
+    # live, a server's scale-up switch runs in its agent: its links from the NICs' counters
+    tiered = scale_up_tier(topo)
+    links, ecmp, link_sums = link_metrics(tiered, switches, hosts, results["duration_s"])
     results.update(links=links, ecmp=ecmp,
-                   networks=network_results(topo, links, switches))
+                   networks=network_results(tiered, links, switches))
     totals.update(link_sums)
     results["time_scale"] = scenario.time_scale
     # *_dc_s, *_dc_bps twins when time-scaled (or simulated: then equal)

@@ -11,7 +11,9 @@ agents' configurations, the same on both clocks (pure; tested in
   GPUs of one scale-up domain, on a topology with the scale-up tier built
   (:func:`~emulator.topology.scale_up_tier`, the virtual clock), runs
   between their scale-up ports instead (``srv{s}-eth{G+r}``, the scale-up
-  address and rate). Sized flows without a
+  address and rate); on a live fabric (domains, no tier built: one server a
+  domain) those ports are NICs of the agent's in-process scale-up switch
+  (``scale_up_hop_s``, :mod:`emulator.traffic.agent.scale_up`). Sized flows without a
   ``stop_flow`` event are posted by the agent itself: one message per QP at
   ``at_s`` = the flow's start, counted from the common ``start_at_unix``.
   *Fed* flows (``size: unlimited``, or named by a ``stop_flow`` event) have
@@ -226,6 +228,7 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
     nics: dict[str, dict[str, dict[str, Any]]] = {}
     floor_ms = min_timeout_ms(scenario, flows, response_ns=pfc_response_ns)
     tier = topo.has_scale_up_tier
+    in_agent = bool(topo.domains) and not tier  # live: the agent times the scale-up switch
 
     def agent(server: str) -> dict[str, Any]:
         if server not in configs:
@@ -252,6 +255,9 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
             entry = {"name": port.intf, "ip": port.ip, "mac": port.mac,
                      "gateway_mac": port.gateway_mac, "line_rate_bps": float(rate_bps),
                      "mtu_bytes": max(1500, mtu + 100), "pfc_priorities": pfc_prios}
+            if scale_up and in_agent:
+                domain = topo.domain_of(gpu_name)
+                entry["scale_up_hop_s"] = domain.hop_latency_ns / 1e9  # type: ignore[union-attr]
             nics[server][port.intf] = entry
             cfg["nics"].append(entry)
         return nics[server][port.intf]
@@ -262,7 +268,7 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
     graph_flows = {op.flow for op in graph} | {w.flow for w in jobs if w.flow}
     for qp in plans:
         # inside a scale-up domain, over its switch when the topology has it built
-        inside = tier and topo.same_domain(qp.src_gpu, qp.dst_gpu)
+        inside = (tier or in_agent) and topo.same_domain(qp.src_gpu, qp.dst_gpu)
         src_nic = nic(qp.src_server, qp.src_gpu, inside)
         dst_nic = nic(qp.dst_server, qp.dst_gpu, inside)
         for server, here, there, mine, theirs in (
@@ -319,7 +325,8 @@ def _job_work(configs: dict[str, dict[str, Any]], works: Sequence[Work],
             if deps[0].dst_server != work.server:
                 raise ScenarioError(f"{source}: {work.tag} waits for {flow}, which arrives at "
                                     f"{deps[0].dst_server}, not at {work.server}")
-            after_rx.extend([dep.qpn, count] for dep in deps)
+            # the receiving end's QP: apart from the sender's inside one agent (qps.py)
+            after_rx.extend([dep.responder_qpn, count] for dep in deps)
         common = {"tag": work.tag, "at_s": work.at_ns / 1e9, "after": after,
                   "after_rx": after_rx}
         if work.op == "compute":

@@ -4,8 +4,9 @@
 dispatches here):
 
 1. expands the workload (flows, generators, collectives) and plans the
-   queue pairs; a flow inside a scale-up domain is refused in one line
-   (:func:`refuse_scale_up_flows`: the live fabric has no scale-up tier);
+   queue pairs; a flow inside a scale-up domain of several servers is
+   refused in one line (:func:`refuse_scale_up_flows`: the live fabric has
+   no scale-up tier; a server's own is timed inside its agent);
 2. brings the fabric up and programs it (:class:`FabricSession` with
    :func:`to_fabric_settings`, per-port ECN/PFC overrides included, and the
    scenario's buffer; per-port buffer overrides are applied afterwards over
@@ -142,16 +143,21 @@ class LiveFabricActions:
 
 
 def refuse_scale_up_flows(scenario: Scenario, flows: Sequence[FlowSpec]) -> None:
-    """One line when a flow runs inside a scale-up domain: a live fabric does
-    not build the scale-up tier (README "Scale-up")."""
+    """One line when a flow runs inside a scale-up domain that spans several
+    servers: live, a server's scale-up switch is timed inside its agent
+    process, which one server's GPUs share and no other server's (README
+    "Scale-up")."""
     for flow in flows:
         if scenario.topology.same_domain(flow.src, flow.dst):
             domain = scenario.topology.domain_of(flow.src)
+            if domain is None or len(domain.servers) == 1:
+                continue
             raise ScenarioError(
                 f"{scenario.source}: flow {flow.id} runs inside scale-up domain "
-                f"{domain.name if domain else '?'} ({flow.src} -> {flow.dst}); live runs do not "
-                f"build the scale-up tier (NVLink-class rates cannot be timed faithfully on "
-                f"veths), run it with --target sim")
+                f"{domain.name} of {len(domain.servers)} servers ({flow.src} -> {flow.dst}); "
+                f"live runs time a scale-up switch inside one server's agent process, so a "
+                f"domain must be one server (servers_per_domain: 1), or run it with "
+                f"--target sim")
 
 
 def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: bool = True,

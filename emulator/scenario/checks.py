@@ -29,6 +29,7 @@ from typing import Callable
 
 import networkx as nx
 
+from emulator.scenario.apart import apart_groups
 from emulator.scenario.errors import KeyPath, ScenarioError, Where
 from emulator.scenario.spec import RETH_BYTES, EventSpec, FlowSpec, PortSettings, Scenario
 from emulator.targets.builtin.mmu import headroom_bytes
@@ -216,6 +217,7 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
     """Every flow by id, checked."""
     topology = scenario.topology
     server_of = {gpu.name: gpu.server for gpu in topology.gpus + topology.nics}
+    apart = apart_groups(topology, scenario.target)
     fabric_of = _fabric_of(topology)
     by_id: dict[str, FlowSpec] = {}
     origin: dict[str, str] = {}
@@ -230,12 +232,12 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
     # generators and collectives make flows: their ids are unique in their
     # section and the flows they make join the others
     makers = (("generators", scenario.generators,
-               lambda g: expand_generator(g, scenario.seed, server_of),
+               lambda g: expand_generator(g, scenario.seed, apart),
                lambda g, path: _pair_path(g.kind, path)),
               ("collectives", scenario.collectives,
                lambda c: plan_collective(c, scenario.topology, scenario.seed).flows,
                lambda c, path: path),
-              ("jobs", scenario.jobs, lambda j: plan_job(j, scenario.topology).flows,
+              ("jobs", scenario.jobs, lambda j: plan_job(j, scenario.topology, scenario.target).flows,
                lambda j, path: path))
     for section, items, make, flow_path in makers:
         kind = section[:-1]

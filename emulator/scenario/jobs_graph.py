@@ -216,11 +216,17 @@ def _buckets(job: TrainingJob, stage: int, per_stage: int,
 
 @dataclass(frozen=True)
 class FabricCost:
-    """Communication times on an idle fabric: ``rate_bps`` per NIC, ``latency_s`` per step."""
+    """Communication times on an idle fabric: ``rate_bps`` per NIC, ``latency_s`` per step.
+
+    TP (inside a server or scale-up domain) is free with ``scale_up_free``, as
+    runs without a scale-up tier take it; otherwise it runs over
+    ``scale_up`` (the scale-up tier's own cost, as a topology with
+    ``scale_up`` runs it on sim), or over the NICs when that is None."""
 
     rate_bps: float
     latency_s: float = 0.0
     scale_up_free: bool = True  # TP inside a server: instantaneous, as collectives.py takes it
+    scale_up: FabricCost | None = None  # TP's cost over the scale-up tier (scale_up_free off)
 
     @classmethod
     def frames(cls, rate_bps: float, mtu_bytes: int, link_delay_s: float, links: int,
@@ -236,9 +242,10 @@ class FabricCost:
         n, size = node.group, node.size_bytes
         if node.kind == "tp" and self.scale_up_free:
             return 0.0
-        wire = size * 8 / self.rate_bps
+        tier = self.scale_up if node.kind == "tp" and self.scale_up is not None else self
+        wire = size * 8 / tier.rate_bps
         if node.kind in ("dp", "tp"):  # ring all-reduce
-            return 2 * (n - 1) / n * wire + 2 * (n - 1) * self.latency_s
+            return 2 * (n - 1) / n * wire + 2 * (n - 1) * tier.latency_s
         if node.kind == "ep":
             return (n - 1) / n * wire + self.latency_s
         return wire + self.latency_s

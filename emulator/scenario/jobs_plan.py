@@ -13,7 +13,9 @@ message of a flow arrived here):
   on the flow ``{job}/{kind}/r{a}-r{b}``, and at the receiver a zero-length compute entry
   that waits for its arrival (what the receiver does next waits for that);
   to a GPU of the same server: one zero-length entry (the scale-up domain
-  is taken as instantaneous, as for collectives);
+  is taken as instantaneous, as for collectives) unless the topology has a
+  scale-up tier on sim (``scale_up`` key, ``target: sim``): then it is a
+  message like any other, over the domain's scale-up switch;
 - **collective** (every member of an instance at once): per member a
   *join* entry (zero length, after what the member waits for) and a *done*
   entry (zero length, once the member has all its data); between them the
@@ -22,7 +24,9 @@ message of a flow arrived here):
   steps of size/n, each step's send after the previous step's data arrived;
   all-to-all (EP) size/n to every other member at once. Hops inside a
   server make no message (whoever waits for them waits for what the sender
-  had). A TP group inside one server is thus a barrier of its GPUs.
+  had). A TP group inside one server is thus a barrier of its GPUs; with a
+  scale-up tier on sim its hops are messages over the scale-up switch, at
+  its rate (the groups of :func:`~emulator.scenario.apart.apart_groups`).
 
 Flows are per (kind, sender rank, receiver rank); a flow's messages are
 posted in the order planned (a QP's send queue is FIFO), which is a
@@ -39,6 +43,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from emulator.scenario.apart import apart_groups
 from emulator.scenario.jobs_graph import Node, joins, predecessors
 from emulator.scenario.jobs_spec import JobSpec
 from emulator.scenario.spec import FlowSpec
@@ -77,10 +82,12 @@ class JobPlan:
 
 
 class _Planner:
-    def __init__(self, spec: JobSpec, topology: Topology) -> None:
+    def __init__(self, spec: JobSpec, topology: Topology, target: str) -> None:
         self.spec = spec
         gpus = {g.name: g for g in topology.gpus}
-        self.server = [gpus[name].server for name in spec.gpus]
+        self.server = [gpus[name].server for name in spec.gpus]  # whose agent runs a rank
+        apart = apart_groups(topology, target)
+        self.group = [apart[name] for name in spec.gpus]  # ranks of one group send nothing
         self.works: list[Work] = []
         self.flows: dict[str, FlowSpec] = {}
         self.count: dict[str, int] = {}
@@ -157,9 +164,9 @@ def _topological(nodes: list[Node], preds: dict[str, list[str]]) -> list[str]:
     return order
 
 
-def plan_job(spec: JobSpec, topology: Topology) -> JobPlan:
-    """Flows and work of ``spec`` (see the module docstring); ValueError when a node
-    waits for a node of another server that is not a transfer to it."""
+def plan_job(spec: JobSpec, topology: Topology, target: str = "builtin") -> JobPlan:
+    """Flows and work of ``spec`` on ``target`` (see the module docstring); ValueError
+    when a node waits for a node of another server that is not a transfer to it."""
     nodes = spec.world()
     by_id = {n.id: n for n in nodes}
     preds = predecessors(nodes)
@@ -169,7 +176,7 @@ def plan_job(spec: JobSpec, topology: Topology) -> JobPlan:
     for n in nodes:
         if n.instance:
             members.setdefault(n.instance, []).append(n)
-    p = _Planner(spec, topology)
+    p = _Planner(spec, topology, target)
     done: dict[str, str] = {}       # node -> tag of its end on its own rank
     received: dict[str, str] = {}   # transfer -> tag of its end at the receiver
 
@@ -197,7 +204,7 @@ def plan_job(spec: JobSpec, topology: Topology) -> JobPlan:
             p.spans[nid] = (("ready", done[nid]), ("posted", done[nid]))
         elif n.instance:
             _collective(p, members[n.instance], markers, done)
-        elif n.peer < 0 or p.server[n.peer] == p.server[n.rank]:
+        elif n.peer < 0 or p.group[n.peer] == p.group[n.rank]:
             done[nid] = p.zero(p.tag(nid), n.rank, markers(n))
             received[nid] = done[nid]
             p.spans[nid] = (("ready", done[nid]), ("ready", done[nid]))
@@ -224,7 +231,7 @@ def _collective(p: _Planner, group: list[Node], markers, done: dict[str, str]) -
             for j, b in enumerate(group):
                 if i == j:
                     continue
-                if p.server[a.rank] == p.server[b.rank]:
+                if p.group[a.rank] == p.group[b.rank]:
                     have[j] += mine[i]
                 else:
                     have[j].append(p.send(b.id, p.tag(f"{a.id}/to{b.rank}"), kind, a.rank,
@@ -238,7 +245,7 @@ def _collective(p: _Planner, group: list[Node], markers, done: dict[str, str]) -
             for i, a in enumerate(group):
                 j = (i + 1) % n
                 b = group[j]
-                if p.server[a.rank] == p.server[b.rank]:
+                if p.group[a.rank] == p.group[b.rank]:
                     nxt[j] += have[i]
                 else:
                     nxt[j].append(p.send(b.id, p.tag(f"{a.id}/s{step}"), kind, a.rank,

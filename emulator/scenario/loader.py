@@ -80,7 +80,7 @@ def scenario_from_dict(data: object, source: str = "<dict>",
         raise ScenarioError(f"target {target_override!r} is not known; use one of "
                             + ", ".join(TARGETS))
     topology, topology_file = _topology(data["topology"], where, Path(base_dir))
-    ctx = parse.Context(where, topology)
+    ctx = parse.Context(where, topology, target_override or data.get("target", Scenario.target))
     switches = parse.switch_settings(ctx, data.get("switches", {}))
     workload = data["workload"]
     scenario = Scenario(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
+from emulator.scenario.apart import apart_groups
 from emulator.scenario.errors import KeyPath, Where
 from emulator.scenario.names import PatternError, is_pattern, matcher
 from emulator.scenario.storage_traffic import STORAGE_KINDS, storage_pairs
@@ -58,10 +59,11 @@ FLOW_SIZE_HINT = f"{SIZE_HINT}; or {UNLIMITED} to send until stopped"
 class Context:
     """What parsing needs: where errors point and the topology names resolve in."""
 
-    def __init__(self, where: Where, topology: Topology) -> None:
+    def __init__(self, where: Where, topology: Topology, target: str = "builtin") -> None:
         self.where = where
         self.topology = topology
-        self.server_of = {gpu.name: gpu.server for gpu in topology.gpus + topology.nics}
+        # the groups generators pair GPUs across (servers; each GPU with a scale-up tier)
+        self.apart = apart_groups(topology, target)
 
     def unit(self, parse: Callable[[object], T], value: object, path: KeyPath, hint: str) -> T:
         try:
@@ -292,11 +294,12 @@ def generators(ctx: Context, raw: Sequence[Raw],
         if kind == "incast":
             receiver = ctx.gpu(item["receiver"], [*path, "receiver"])
             senders, by_pattern = ctx.gpus(item["senders"], [*path, "senders"])
-            # Patterns skip the receiver's server: those GPUs reach it over the
-            # scale-up domain. Named senders are kept (and refused by the checks).
+            # Patterns skip the receiver's server: those GPUs reach it in zero
+            # time (with a scale-up tier on sim they are kept: they send over
+            # it, apart.py). Named senders are kept (and refused by the checks).
             parts["senders"] = tuple(
                 gpu for gpu in senders
-                if gpu not in by_pattern or ctx.server_of[gpu] != ctx.server_of[receiver])
+                if gpu not in by_pattern or ctx.apart[gpu] != ctx.apart[receiver])
             parts["receiver"] = receiver
         elif kind in STORAGE_KINDS:
             gpus = (ctx.gpus(item["gpus"], [*path, "gpus"])[0] if "gpus" in item

@@ -12,7 +12,9 @@ calls it); the runner and the NIC agents see only its result:
 ==============================  =====================================================
 quantity                        emulated value
 ==============================  =====================================================
-rates (``*_bps``): link rates,  written ÷ k
+rates (``*_bps``): link rates   written ÷ k
+(every network's, the scale-up
+rate),
 DCQCN rate_ai, rate_hai,
 min_rate, flow/generator caps
 times (``*_ns``): link delays,  written × k
@@ -69,6 +71,7 @@ from emulator.scenario.errors import Where
 from emulator.scenario.load import offered_load
 from emulator.scenario.spec import DcqcnSpec, HostSettings, Scenario
 from emulator.topology import Topology, build_topology
+from emulator.topology.spec import LinkSpec, TopologySpec
 from emulator.topology.units import format_rate
 
 # What this machine can emulate: the built-in Python switch forwards about
@@ -106,10 +109,39 @@ T = TypeVar("T")
 
 # -- the scale itself ------------------------------------------------------------------
 
+def _link_classes(spec: TopologySpec) -> list[LinkSpec]:
+    """Every class of links a live run builds: host, fabric, DCI, front-end and storage."""
+    links = [spec.host_link, spec.fabric_link]
+    if spec.sites is not None:
+        links.append(spec.sites.dci_link)
+    for side in (spec.front_end, spec.storage):
+        if side is not None:
+            links += [side.link, side.fabric_link]
+    return links
+
+
 def fastest_link_bps(topology: Topology) -> int:
-    """The rate of the fastest class of links (host or fabric)."""
-    spec = topology.spec
-    return max(spec.host_link.rate_bps, spec.fabric_link.rate_bps)
+    """The rate of the fastest class of links a live run builds (host, fabric,
+    DCI, front-end, storage; a live run builds no scale-up tier)."""
+    return max(link.rate_bps for link in _link_classes(topology.spec))
+
+
+def scaled_spec(spec: TopologySpec, k: float) -> TopologySpec:
+    """``spec`` k times slower: every class of links (:func:`_link_classes`)
+    and the scale-up rate and hop (a DCI's distance becomes its delay)."""
+    changes: dict[str, Any] = {"host_link": _scaled(spec.host_link, k),
+                               "fabric_link": _scaled(spec.fabric_link, k)}
+    if spec.sites is not None:
+        changes["sites"] = replace(spec.sites, dci_link=_scaled(spec.sites.dci_link, k),
+                                   distance_m=None)
+    for name in ("front_end", "storage"):
+        side = getattr(spec, name)
+        if side is not None:
+            changes[name] = replace(side, link=_scaled(side.link, k),
+                                    fabric_link=_scaled(side.fabric_link, k))
+    if spec.scale_up is not None:
+        changes["scale_up"] = _scaled(spec.scale_up, k)
+    return replace(spec, **changes)
 
 
 def auto_time_scale(fastest_bps: float) -> int:
@@ -197,8 +229,7 @@ def emulated(written: Scenario, where: Where | None = None) -> Scenario:
     if k == 1:
         return written
     spec = written.topology.spec
-    topology = build_topology(replace(spec, host_link=_scaled(spec.host_link, k),
-                                      fabric_link=_scaled(spec.fabric_link, k)))
+    topology = build_topology(scaled_spec(spec, k))
     dcqcn = written.hosts.dcqcn
     hosts: HostSettings = (written.hosts if _keeps_defaults(dcqcn)
                            else replace(written.hosts, dcqcn=_scaled(dcqcn, k)))

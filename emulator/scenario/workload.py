@@ -6,10 +6,14 @@ What each generator kind makes (``size`` is per flow; the n-th flow made is
 - ``incast``: one flow from each sender to the receiver, in sender order.
 - ``permutation``: every GPU of ``gpus`` sends to exactly one other and
   receives from exactly one other, always on another server (GPUs of a
-  server talk over the scale-up domain, not the fabric). Impossible when
-  one server holds more than half of the GPUs.
+  server meet in zero time, not over the fabric). Impossible when one
+  server holds more than half of the GPUs.
 - ``all-to-all``: a flow for every ordered pair of ``gpus`` on different
   servers, source-major in topology order.
+
+"Server" above is a group of :func:`~emulator.scenario.apart.apart_groups`:
+with a scale-up tier on sim every GPU is one, so pairs inside a server are
+made too and run over the scale-up switch.
 - ``pairs``: one flow per ``[src, dst]`` pair, in order.
 
 The permutation is drawn from ``random.Random(f"{seed}:{generator id}")``,
@@ -23,6 +27,7 @@ import random
 from collections import defaultdict
 from typing import Mapping
 
+from emulator.scenario.apart import apart_groups
 from emulator.scenario.collectives import CollectivePlan, plan_collective
 from emulator.scenario.errors import ScenarioError, key_text
 from emulator.scenario.jobs_plan import JobPlan, plan_job
@@ -36,10 +41,10 @@ def expand_workload(scenario: Scenario) -> list[FlowSpec]:
     """Every flow of the scenario: the written flows, then each generator's,
     then each collective's, then each job's, in order."""
     flows = list(scenario.flows)
-    server_of = {gpu.name: gpu.server for gpu in scenario.topology.gpus + scenario.topology.nics}
+    apart = apart_groups(scenario.topology, scenario.target)
     for index, generator in enumerate(scenario.generators):
         try:
-            flows.extend(expand_generator(generator, scenario.seed, server_of))
+            flows.extend(expand_generator(generator, scenario.seed, apart))
         except ValueError as exc:
             key = key_text(["workload", "generators", index])
             raise ScenarioError(f"{scenario.source}: key '{key}': {exc}") from None
@@ -55,7 +60,7 @@ def job_plans(scenario: Scenario) -> list[JobPlan]:
     plans = []
     for index, spec in enumerate(scenario.jobs):
         try:
-            plans.append(plan_job(spec, scenario.topology))
+            plans.append(plan_job(spec, scenario.topology, scenario.target))
         except ValueError as exc:
             key = key_text(["workload", "jobs", index])
             raise ScenarioError(f"{scenario.source}: key '{key}': {exc}") from None
@@ -76,7 +81,8 @@ def collective_plans(scenario: Scenario) -> list[CollectivePlan]:
 
 def expand_generator(generator: GeneratorSpec, seed: int,
                      server_of: Mapping[str, str]) -> list[FlowSpec]:
-    """The flows one generator makes; ValueError when it cannot make any."""
+    """The flows one generator makes; ValueError when it cannot make any.
+    ``server_of`` gives each GPU's group (:func:`~emulator.scenario.apart.apart_groups`)."""
     if generator.kind == "incast":
         pairs = [(sender, generator.receiver or "") for sender in generator.senders]
         if not pairs:

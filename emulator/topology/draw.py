@@ -43,6 +43,8 @@ from emulator.topology.draw_style import (
 from emulator.topology.layout import DCI_RISE_IN, SCALE_UP_ROLE, Box, layout_topology
 from emulator.topology.model import Link, Switch, Topology
 from emulator.topology.networks import STORAGE_PLANE
+from emulator.topology.scale_up import scale_up_tier
+from emulator.topology.units import format_delay, format_rate
 
 # Agg draws at most 2**16 pixels a side: 436 inches at 150 dpi.
 MAX_DETAIL_WIDTH_IN = 400.0
@@ -57,6 +59,8 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     if aggregated(topology, aggregate):
         draw_blocks(topology, path, values)
         return
+    heading = title(topology)  # of the file's topology: sim adds the scale-up tier
+    topology = scale_up_tier(topology)  # the domains' switches and links, as sim builds them
     gpus_per_server = topology.spec.gpus_per_server
     place = layout_topology(topology)
     width, height, tier_y = place.width_in, place.height_in, place.tier_y
@@ -93,10 +97,11 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
             linewidth=0.9, linestyle="--", zorder=0))
         axes.text(frame.x - frame.width / 2 + 0.08, frame.top - 0.06, label, ha="left",
                   va="top", fontsize=7.5, color="#64748b", zorder=0.5)
+    _draw_domains(axes, topology, place.servers, boxes)
     if values is None:
-        _draw_links(axes, topology, nic_xy, boxes, colours)
+        _draw_links(axes, topology, nic_xy, boxes, place.servers, colours)
     else:
-        _draw_link_values(axes, topology, nic_xy, boxes, values)
+        _draw_link_values(axes, topology, nic_xy, boxes, place.servers, values)
     for name, box in server_boxes:
         axes.add_patch(FancyBboxPatch(
             (box.x - box.width / 2, box.bottom), box.width, box.height,
@@ -120,7 +125,8 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
     rails = topology.kind == "rail-optimized"
     handles = [Patch(facecolor=colour, edgecolor="none", label=f"{'rail' if rails else 'GPU'} {r}")
                for r, colour in enumerate(colours)]
-    handles += [Patch(facecolor=NETWORK_COLOURS[network], edgecolor="none", label=network)
+    handles += [Patch(facecolor=NETWORK_COLOURS[network], edgecolor="none",
+                      label=_network_label(topology, network))
                 for network in ("scale-up", "front-end", "storage", "dci")
                 if any(link.network == network for link in topology.links)]
     legend = figure.legend(
@@ -131,7 +137,7 @@ def draw_topology(topology: Topology, path: str | PathLike[str],
         + ("rail" if rails else "GPU index (no rails)"),
         title_fontsize=7)
     legend.get_title().set_color(MUTED_COLOUR)
-    heading = title(topology) + (f"\n{values.heading}" if values and values.heading else "")
+    heading += f"\n{values.heading}" if values and values.heading else ""
     figure.text(0.5, 1 - 0.12 / figure_height, heading, ha="center", va="top",
                 fontsize=9, color=TEXT_COLOUR)
     if values is not None:
@@ -149,9 +155,13 @@ def _nic_colour(topology: Topology, name: str,
 
 def _ends(link: Link, nic_xy: dict[str, tuple[float, float]],
           boxes: dict[str, Box]) -> tuple[float, float, float, float]:
-    """Where a link's line starts and ends: from the facing edges of its boxes."""
+    """Where a link's line starts and ends: from the facing edges of its boxes
+    (``boxes`` holds the hosts' boxes too)."""
     high = boxes[link.node_b]
-    if link.gpu is not None:
+    if link.network == "scale-up":
+        # from under the GPU's dot, out of the server box's bottom edge
+        x0, y0 = nic_xy[link.gpu][0], boxes[link.node_a].bottom
+    elif link.gpu is not None:
         x0, y0 = nic_xy[link.gpu]
     else:
         low = boxes[link.node_a]
@@ -167,16 +177,20 @@ def _dci_path(x0: float, y0: float, x1: float, y1: float) -> Path:
 
 
 def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
-                boxes: dict[str, Box], colours: list[tuple[float, float, float, float]]
+                boxes: dict[str, Box], servers: dict[str, Box], colours: list[tuple[float, float, float, float]]
                 ) -> None:
+    every_box = {**boxes, **servers}
     for link in topology.links:
         if link.network == "dci":
             a, b = boxes[link.node_a], boxes[link.node_b]
             axes.add_patch(PathPatch(_dci_path(a.x, a.top, b.x, b.top), facecolor="none",
                                      edgecolor=NETWORK_COLOURS["dci"], linewidth=1.4, zorder=1))
             continue
-        x0, y0, x1, y1 = _ends(link, nic_xy, boxes)
-        if link.gpu is not None:
+        x0, y0, x1, y1 = _ends(link, nic_xy, every_box)
+        if link.network == "scale-up":
+            axes.add_line(Line2D([x0, x1], [y0, y1], color=NETWORK_COLOURS["scale-up"],
+                                 linewidth=0.8, alpha=0.8, zorder=2.5))
+        elif link.gpu is not None:
             axes.add_line(Line2D([x0, x1], [y0, y1],
                                  color=_nic_colour(topology, link.gpu, colours),
                                  linewidth=0.9, alpha=0.8, zorder=2.5))
@@ -187,14 +201,15 @@ def _draw_links(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, f
 
 
 def _draw_link_values(axes: Axes, topology: Topology, nic_xy: dict[str, tuple[float, float]],
-                      boxes: dict[str, Box], values: LinkValues) -> None:
+                      boxes: dict[str, Box], servers: dict[str, Box], values: LinkValues) -> None:
     cmap = value_colours()
     low_w, high_w = VALUE_WIDTH_PT
     texts: list[tuple[float, str, float, float, float, float, bool]] = []  # ..., host link
+    every_box = {**boxes, **servers}
     for link in topology.links:
         key = (link.node_a, link.port_a)
         value = min(max(float(values.values.get(key, 0.0)), 0.0), 1.0)
-        x0, y0, x1, y1 = _ends(link, nic_xy, boxes)
+        x0, y0, x1, y1 = _ends(link, nic_xy, every_box)
         base_z = 2.5 if link.gpu is not None else 1.0
         if link.network == "dci":
             a, b = boxes[link.node_a], boxes[link.node_b]
@@ -276,3 +291,33 @@ def _draw_pods(axes: Axes, topology: Topology, boxes: dict[str, Box]) -> None:
             facecolor="#f8fafc", edgecolor="#cbd5e1", linewidth=0.8, linestyle="--", zorder=0))
         axes.text(left + 0.06, top - 0.04, f"pod {pod}", ha="left", va="top", fontsize=6,
                   color="#64748b", zorder=0.5)
+
+
+def _network_label(topology: Topology, network: str) -> str:
+    """A legend entry: the network, and for the scale-up tier its rate and hop."""
+    if network != "scale-up" or not topology.domains:
+        return network
+    domain = topology.domains[0]
+    return (f"scale-up ({format_rate(domain.rate_bps)} a GPU, "
+            f"{format_delay(domain.hop_latency_ns)} hop)")
+
+
+def _draw_domains(axes: Axes, topology: Topology, servers: dict[str, Box],
+                  switches: dict[str, Box]) -> None:
+    """A dashed frame in the scale-up colour around each scale-up domain: its
+    servers and its scale-up switch (named after the domain) under them."""
+    colour = NETWORK_COLOURS["scale-up"]
+    for domain in topology.domains:
+        members = [servers[name] for name in domain.servers]
+        switch = switches.get(domain.name)
+        left = min(b.x - b.width / 2 for b in members) - 0.07
+        right = max(b.x + b.width / 2 for b in members) + 0.07
+        top = max(b.top for b in members) + 0.07
+        bottom = (switch.bottom if switch else min(b.bottom for b in members)) - 0.07
+        if switch:
+            left = min(left, switch.x - switch.width / 2 - 0.07)
+            right = max(right, switch.x + switch.width / 2 + 0.07)
+        axes.add_patch(FancyBboxPatch(
+            (left, bottom), right - left, top - bottom, boxstyle="round,pad=0,rounding_size=0.08",
+            facecolor=(0.012, 0.412, 0.631, 0.05), edgecolor=colour, linewidth=1.0,
+            linestyle="--", zorder=0.6))

@@ -7,7 +7,8 @@ serving a group of servers above that group, by rail. Storage nodes and
 front-end clients sit in the server row right of the servers; the switches
 of a front-end or storage fabric sit below the row (leaves, then spines), so
 the backend stays on top and the networks do not cross; scale-up switches
-(role ``scale-up``), where the topology holds them, right under the row. GPU NICs are dots
+(role ``scale-up``), where the topology holds them, right under the row,
+each under its domain's servers. GPU NICs are dots
 along a box's top edge, front-end and storage NICs along its bottom edge.
 
 Sites (``sites`` key) are panels side by side, each laid out as above, with
@@ -218,6 +219,12 @@ def layout_topology(topology: Topology) -> TopologyLayout:
                 switches[switch.name] = Box(left + (i + 0.5) * row_pitch, y,
                                             min(SWITCH_WIDTH_IN, row_pitch * 0.86),
                                             SWITCH_HEIGHT_IN)
+        for domain in (d for d in topology.domains if d.name in switches):
+            # a domain's scale-up switch sits right under the domain's servers
+            box = switches[domain.name]
+            members = [servers[name].x for name in domain.servers]
+            switches[domain.name] = Box((min(members) + max(members)) / 2, box.y, box.width,
+                                        box.height)
         if len(sites) > 1:
             panels.append((f"site {site}", Box(left + panel / 2, height / 2, panel + 0.4,
                                                height)))

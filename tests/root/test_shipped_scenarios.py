@@ -22,8 +22,8 @@ pytestmark = pytest.mark.root
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 # allreduce-1024gpu is sim-only and too big for a run here at its size: it
 # runs, cut to 1 MB, in tests/unit/sim/test_sim_shipped.py. scale-up-allreduce
-# is sim-only: a live fabric has no scale-up tier and refuses its flows in one
-# line (tests/unit/sim/test_sim_scaleup.py checks the line).
+# runs live in tests/root/test_scale_up_live.py (its scale-up tier inside the
+# agents; not faithful on this 2-core machine).
 SIM_ONLY = ("allreduce-1024gpu.yaml", "scale-up-allreduce.yaml")
 SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml")
                  if p.name not in ("quickstart.yaml", *SIM_ONLY))

@@ -39,6 +39,7 @@ Modules, each owning one thing:
 - :mod:`.agent` — NICs + QPs + workload + timers, clock-agnostic.
 - :mod:`.timers` — the timer heap.
 - :mod:`.backends` — raw socket and fake NIC I/O.
+- :mod:`.scale_up` — a server's scale-up switch timed in the agent (live runs).
 - :mod:`.loop` — the real-time event loop (epoll, signals).
 - :mod:`.control` — the control channel server and client.
 - :mod:`.stats` — counters, their invariants, records, the stats file.

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from emulator.fidelity.process import tighten_timer_slack
 from emulator.traffic.agent.agent import Agent
@@ -29,24 +29,45 @@ from emulator.traffic.agent.backends import RawNic
 from emulator.traffic.agent.config import AgentConfig, ConfigError, load_config
 from emulator.traffic.agent.control import ControlServer
 from emulator.traffic.agent.loop import EventLoop
+from emulator.traffic.agent.scale_up import ScaleUpSwitch
 from emulator.traffic.agent.stats import write_stats
+
+
+def scale_up_switch(config: AgentConfig, backends: dict[str, Any],
+                    clock: Callable[[], float] = time.monotonic) -> ScaleUpSwitch | None:
+    """The server's scale-up switch in this process, with a port in ``backends``
+    for each NIC that is a GPU's scale-up port (``scale_up_hop_s``); None without."""
+    ports = [(i, nic) for i, nic in enumerate(config.nics) if nic.scale_up_hop_s is not None]
+    if not ports:
+        return None
+    first = ports[0][1]
+    switch = ScaleUpSwitch(first.line_rate_bps, first.scale_up_hop_s or 0.0, clock,
+                           overhead_bytes=first.overhead_bytes)
+    for index, nic in ports:
+        backends[nic.name] = switch.port(nic.name, nic.ip, index)
+    return switch
 
 
 def run_agent(config: AgentConfig, *, announce: bool = True) -> dict[str, Any]:
     """Run an agent on raw sockets until it stops; returns its final stats
     (also written to ``config.run.stats_path`` when set)."""
     tighten_timer_slack()
-    backends: dict[str, RawNic] = {}
+    backends: dict[str, Any] = {}
     agent = loop = control = None
     error: BaseException | None = None
     try:
+        switch = scale_up_switch(config, backends)
         for nic in config.nics:
-            backends[nic.name] = RawNic(nic.name, ip=nic.ip, swallow_udp=config.run.swallow_udp,
-                                        max_frame_bytes=nic.mtu_bytes + 64,
-                                        tx_ring=config.run.tx_ring)
+            if nic.name not in backends:
+                backends[nic.name] = RawNic(nic.name, ip=nic.ip,
+                                            swallow_udp=config.run.swallow_udp,
+                                            max_frame_bytes=nic.mtu_bytes + 64,
+                                            tx_ring=config.run.tx_ring)
         now = time.monotonic()
         wall_offset = time.time() - time.monotonic()
         agent = Agent(config, backends, now, wall_offset=wall_offset)
+        if switch is not None:
+            switch.attach(agent.timers.schedule, agent.on_frame)
         loop = EventLoop(agent, [backends[n.name] for n in config.nics])
         loop.stop_on_signals()
         if config.run.control_socket:

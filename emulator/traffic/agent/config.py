@@ -146,6 +146,9 @@ class NicConfig:
     overhead_bytes: int = 0
     pfc_priorities: tuple[int, ...] = tuple(range(8))
     max_lag_us: float = 5000.0
+    # a GPU's scale-up port: on the agent's in-process scale-up switch with this
+    # hop latency (:mod:`.scale_up`), not a raw socket; None: an interface
+    scale_up_hop_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,8 @@ def _nic(raw: Any, where: str) -> NicConfig:
         overhead_bytes=_int(obj.get("overhead_bytes", 0), f"{where}.overhead_bytes", 0, 1000),
         pfc_priorities=prios,
         max_lag_us=_nonneg(obj.get("max_lag_us", 5000.0), f"{where}.max_lag_us"),
+        scale_up_hop_s=(None if obj.get("scale_up_hop_s") is None
+                        else _nonneg(obj["scale_up_hop_s"], f"{where}.scale_up_hop_s")),
     )
 
 

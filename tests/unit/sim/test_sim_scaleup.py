@@ -289,7 +289,7 @@ def test_hierarchical_needs_equal_groups_and_works_by_server_without_scale_up() 
     assert sum(op.size_bytes for op in plan.ops) == 2 * 800_000
 
 
-def test_flows_inside_a_server_need_scale_up_and_live_refuses_them() -> None:
+def test_flows_inside_a_server_need_scale_up_and_live_refuses_rack_domains() -> None:
     from emulator.run.live import refuse_scale_up_flows
     from emulator.scenario import ScenarioError
 
@@ -298,10 +298,16 @@ def test_flows_inside_a_server_need_scale_up_and_live_refuses_them() -> None:
                                             "the scale-up domain"):
         _loaded(topology(2, 2, rate="400Gbps", delay="1us"), inside)
     s = _loaded(_topo(2, 2), inside)
+    refuse_scale_up_flows(s, list(s.flows))  # one server a domain: its agent times it
+    rack = _loaded(_topo(2, 2, servers_per_domain=2), {"flows": [
+        {"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu1", "size": "1MB"}]})
     with pytest.raises(ScenarioError, match=r"t.yaml: flow f runs inside scale-up domain su0 "
-                                            r"\(srv0/gpu0 -> srv0/gpu1\); live runs do not build "
-                                            r"the scale-up tier"):
-        refuse_scale_up_flows(s, list(s.flows))
+                                            r"of 2 servers \(srv0/gpu0 -> srv1/gpu1\); live runs "
+                                            r"time a scale-up switch inside one server's agent "
+                                            r"process, so a domain must be one server "
+                                            r"\(servers_per_domain: 1\), or run it with "
+                                            r"--target sim$"):
+        refuse_scale_up_flows(rack, list(rack.flows))
     across = _loaded(_topo(2, 2), {"flows": [
         {"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0", "size": "1MB"}]})
     refuse_scale_up_flows(across, list(across.flows))  # the backend runs live as before
@@ -331,19 +337,27 @@ def test_a_qp_inside_one_server_numbers_its_ends_apart() -> None:
     assert nics["srv0-eth2"]["gateway_mac"] == s.topology.switch("su0").port(1).mac
 
 
-def test_the_shipped_scale_up_scenario_is_refused_live_in_one_line() -> None:
-    """scenarios/scale-up-allreduce.yaml runs on sim (test_sim_shipped.py);
-    live, its flows inside a domain stop the run before anything is built."""
+def test_the_shipped_scale_up_scenario_live_times_its_domains_in_the_agents() -> None:
+    """scenarios/scale-up-allreduce.yaml live: its flows inside a domain run
+    between scale-up ports of the agent's in-process switch, at the scaled
+    scale-up rate and hop; the rails' flows on the backend NICs."""
+    from emulator.run.agent_config import build_agent_configs
     from emulator.run.live import refuse_scale_up_flows
-    from emulator.scenario import ScenarioError, expand_workload, load_scenario
+    from emulator.run.qps import plan_qps
+    from emulator.scenario import expand_workload, load_scenario
 
     path = Path(__file__).resolve().parents[3] / "scenarios" / "scale-up-allreduce.yaml"
-    s = load_scenario(path, target_override="builtin", time_scale_override="auto")
-    assert s.target == "builtin" and s.topology.domains
-    with pytest.raises(ScenarioError, match=r"scale-up-allreduce.yaml: flow ar/c0/rs/r0 runs "
-                                            r"inside scale-up domain su0 .* run it with "
-                                            r"--target sim$"):
-        refuse_scale_up_flows(s, expand_workload(s))
+    s = load_scenario(path, target_override="builtin", time_scale_override=10_000)
+    assert s.target == "builtin" and s.topology.domains and not s.topology.has_scale_up_tier
+    flows = expand_workload(s)
+    refuse_scale_up_flows(s, flows)  # one server a domain
+    cfg = build_agent_configs(s, flows, 0.0, plan_qps(s, flows))["srv0"]
+    nics = {n["name"]: n for n in cfg["nics"]}
+    scale_up = [n for n in nics.values() if "scale_up_hop_s" in n]
+    assert len(scale_up) == 8 and len(nics) == 16
+    assert {(n["line_rate_bps"], n["scale_up_hop_s"]) for n in scale_up} == {
+        (360e6, 2_500_000 / 1e9)}  # 3.6 Tb/s and 250 ns, 10,000 times slower
+    assert all(n["ip"].startswith("10.128.0.") for n in scale_up)
 
 
 def test_a_split_fabric_keeps_each_scale_up_switch_with_its_servers_and_its_results(
