@@ -180,6 +180,12 @@ def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
     return rows
 
 
+def load_average() -> tuple[float, float, float]:
+    """The machine's 1, 5 and 15 minute load averages: how busy it was,
+    which every CPU-second figure depends on (caches, frequency)."""
+    return os.getloadavg()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="16,64,128",
@@ -200,9 +206,10 @@ def main() -> int:
                        ranks_list, args.bytes_per_gpu, args.partition)
         if args.json:
             print(json.dumps({"clock": "virtual (sim)", "cores": os.cpu_count(),
-                              "runs": rows}, indent=1))
+                              "load_average": load_average(), "runs": rows}, indent=1))
             return 0
-        print(f"virtual-time target on MPI ranks ({os.cpu_count()} cores here)")
+        print(f"virtual-time target on MPI ranks ({os.cpu_count()} cores here, "
+              f"load average {load_average()[0]:.1f} after the runs)")
         print(f"{'load':>12} {'ranks':>5} {'hops':>9} {'done':>5} {'wall s':>8} "
               f"{'speed-up':>8} {'effic.':>6} {'hops/cpu-s':>10} {'windows':>8} same  "
               f"hops/cpu-s per rank")
@@ -246,7 +253,8 @@ def main() -> int:
     out = {"clock": "virtual (sim)",
            "load": "; ".join(described[x] for x in loads) + "; 100 Gb/s",
            "runs": rows, "executor_us_per_packet_fabric_p4": round(us, 2),
-           "executor_ceiling_switch_passes_per_s": round(1e6 / us)}
+           "executor_ceiling_switch_passes_per_s": round(1e6 / us),
+           "load_average": load_average()}
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -263,6 +271,9 @@ def main() -> int:
               f"{per_hop / base if base else 0:>20.2f}")
     print(f"fabric.p4 on the executor: {us:.1f} us per packet "
           f"(ceiling {1e6 / us:,.0f} switch passes/s on one core)")
+    one, five, _ = out["load_average"]
+    print(f"load average after the runs: {one:.1f} (1 min), {five:.1f} (5 min): CPU-second "
+          f"figures drop when other work shares the cores")
     return 0
 
 
