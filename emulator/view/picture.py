@@ -149,8 +149,11 @@ def _links(pic: Picture, topology: Topology, edges: list[dict[str, Any]]) -> Pic
             pic.switch_ports[(link.node_a, link.port_a)] = (link.kind, describe)
         pic.egress_edge[(link.node_b, link.port_b)] = down
         if link.gpu is not None:
-            pic.nic_edge[link.gpu] = up
-            pic.nic_rx_edge[link.gpu] = down
+            if link.network != "scale-up":
+                # a GPU's NIC is its backend one: its scale-up port (sim) has a
+                # link of its own, which must not take the NIC's place
+                pic.nic_edge[link.gpu] = up
+                pic.nic_rx_edge[link.gpu] = down
             # the leaf's port counts both directions of a host link
             pic.edge_counter[up] = (link.node_b, link.port_b, "rx")
         else:

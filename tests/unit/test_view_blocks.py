@@ -125,3 +125,19 @@ def test_scale_up_blocks_stay_under_their_servers_beside_storage_and_clients() -
         home = nodes[block["data"]["under"]]
         assert home["data"]["label"].split("\n")[0] in ("s0 srv0–3", "s1 srv4–7")
         assert block["position"]["x"] == home["position"]["x"]
+
+
+def test_a_gpus_nic_edge_stays_its_backend_link_with_the_scale_up_tier() -> None:
+    """Sim builds a scale-up link per GPU after its backend link: the page's
+    edge for the GPU's NIC (its pauses, a replay's flow rates) stays the
+    backend one, node by node and as blocks."""
+    from emulator.topology import scale_up_tier
+    topology = scale_up_tier(load_topology(ROOT / "topologies" / "ai-cluster.yaml"))
+    backend = {lk.gpu: i for i, lk in enumerate(topology.links)
+               if lk.gpu is not None and lk.network == "backend"}
+    assert any(lk.network == "scale-up" for lk in topology.links)
+    for mode in ("off", "on"):
+        pic = build_picture(topology, mode)
+        for gpu in topology.gpus:
+            i = backend[gpu.name]
+            assert pic.nic_edge[gpu.name] == f"L{i}>" and pic.nic_rx_edge[gpu.name] == f"L{i}<"
