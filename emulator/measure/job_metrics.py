@@ -82,8 +82,9 @@ def _links(topology: Topology, flows: Mapping[str, Any], ids: Sequence[str]) -> 
     out: dict[str, None] = {}
     for fid in ids:
         flow = flows[fid]
-        if topology.has_scale_up_tier and topology.same_domain(flow.src, flow.dst):
-            # inside a scale-up domain: over its switch, not the backend's paths
+        if topology.same_domain(flow.src, flow.dst):
+            # inside a scale-up domain: over its switch (built on sim, in the
+            # agent live), not the backend's paths
             switch = topology.domain_of(flow.src).name  # type: ignore[union-attr]
             out[f"{flow.src}--{switch}"] = out[f"{switch}--{flow.dst}"] = None
             continue

@@ -92,6 +92,7 @@ from emulator.scenario.fabric import to_fabric_settings
 from emulator.scenario.scale import emulated, emulation_warnings
 from emulator.scenario.spec import RETH_BYTES, FlowSpec, Scenario
 from emulator.scenario.workload import collective_plans, expand_workload, job_plans
+from emulator.traffic.agent.backends import refusal_line
 from emulator.traffic.roce import ETH_HEADER_BYTES
 
 TICK_S = 0.05
@@ -328,6 +329,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
                      time_scale=scenario.time_scale, target=target,
                      feeder_starved=feeding.get("starved", 0), events=events_done)
     write_behind_csv(out / "behind.csv", fidelity)
+    errors.extend(refused_frame_errors(agent_stats))
     return finish_run(RunRecord(scenario, target, out, flows, qps, plans, agent_stats, counters,
                                 queue_stats, queue_series, start_unix, end_unix, partial,
                                 {"events": events_done, "errors": errors, "timings": timings,
@@ -354,6 +356,18 @@ def _read_all(read: Callable[[str], Any], switches: Any,
                 raise
             errors.append(f"switch {name}: not read: {exc}")
     return out
+
+
+def refused_frame_errors(agent_stats: dict[str, dict[str, Any] | None]) -> list[str]:
+    """One line per NIC whose interface refused frames as too long (its
+    flows stalled: every retransmission is refused again)."""
+    lines = []
+    for server in sorted(agent_stats):
+        for nic in (agent_stats[server] or {}).get("nics", []):
+            line = refusal_line(nic)
+            if line is not None:
+                lines.append(line)
+    return lines
 
 
 def interface_mtu(scenario: Scenario) -> int:

@@ -221,7 +221,7 @@ class FabricCost:
     TP (inside a server or scale-up domain) is free with ``scale_up_free``, as
     runs without a scale-up tier take it; otherwise it runs over
     ``scale_up`` (the scale-up tier's own cost, as a topology with
-    ``scale_up`` runs it on sim), or over the NICs when that is None."""
+    ``scale_up`` runs it, on sim and live), or over the NICs when that is None."""
 
     rate_bps: float
     latency_s: float = 0.0

@@ -14,8 +14,9 @@ message of a flow arrived here):
   that waits for its arrival (what the receiver does next waits for that);
   to a GPU of the same server: one zero-length entry (the scale-up domain
   is taken as instantaneous, as for collectives) unless the topology has a
-  scale-up tier on sim (``scale_up`` key, ``target: sim``): then it is a
-  message like any other, over the domain's scale-up switch;
+  scale-up tier (``scale_up`` key: on sim; live with domains of one server,
+  the switch timed inside the agent): then it is a message like any other,
+  over the domain's scale-up switch;
 - **collective** (every member of an instance at once): per member a
   *join* entry (zero length, after what the member waits for) and a *done*
   entry (zero length, once the member has all its data); between them the
@@ -25,7 +26,7 @@ message of a flow arrived here):
   all-to-all (EP) size/n to every other member at once. Hops inside a
   server make no message (whoever waits for them waits for what the sender
   had). A TP group inside one server is thus a barrier of its GPUs; with a
-  scale-up tier on sim its hops are messages over the scale-up switch, at
+  scale-up tier (sim, or live) its hops are messages over the scale-up switch, at
   its rate (the groups of :func:`~emulator.scenario.apart.apart_groups`).
 
 Flows are per (kind, sender rank, receiver rank); a flow's messages are

@@ -295,8 +295,8 @@ def generators(ctx: Context, raw: Sequence[Raw],
             receiver = ctx.gpu(item["receiver"], [*path, "receiver"])
             senders, by_pattern = ctx.gpus(item["senders"], [*path, "senders"])
             # Patterns skip the receiver's server: those GPUs reach it in zero
-            # time (with a scale-up tier on sim they are kept: they send over
-            # it, apart.py). Named senders are kept (and refused by the checks).
+            # time (with a scale-up tier they are kept: they send over it,
+            # apart.py). Named senders are kept (and refused by the checks).
             parts["senders"] = tuple(
                 gpu for gpu in senders
                 if gpu not in by_pattern or ctx.apart[gpu] != ctx.apart[receiver])

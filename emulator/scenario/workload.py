@@ -12,8 +12,9 @@ What each generator kind makes (``size`` is per flow; the n-th flow made is
   servers, source-major in topology order.
 
 "Server" above is a group of :func:`~emulator.scenario.apart.apart_groups`:
-with a scale-up tier on sim every GPU is one, so pairs inside a server are
-made too and run over the scale-up switch.
+with a scale-up tier (on sim; live with domains of one server, the switch
+timed in the agent) every GPU is one, so pairs inside a server are made too
+and run over the scale-up switch.
 - ``pairs``: one flow per ``[src, dst]`` pair, in order.
 
 The permutation is drawn from ``random.Random(f"{seed}:{generator id}")``,

@@ -11,6 +11,13 @@ by side, named ``s0 ...``, border switches in a row on top) and the network
 (storage nodes and clients right of the servers; front-end and storage
 fabrics in rows below the servers, numbered -1 (leaves) and -2 (spines)).
 
+A topology with its scale-up tier built (:func:`~.scale_up.scale_up_tier`)
+has a row of scale-up blocks right under the servers (row -1, the other
+rows below it one lower): the switches of the domains that start in a
+server block make one block, ``su{a}–{b}``, with that server block's
+order, so the drawing puts it under its servers
+(:attr:`Aggregation.scale_up_row`, :meth:`Aggregation.domains_of`).
+
 A row holds at most :data:`MAX_BLOCKS_PER_ROW` blocks: where a tier has more
 natural groups (many ToRs, many leaves per rail), neighbouring ones share a
 block, so the picture's width stays bounded whatever the fabric's size.
@@ -70,9 +77,18 @@ class Aggregation:
     bundles: tuple[Bundle, ...]  # by the rows and orders of their ends
     row_names: tuple[str, ...]  # bottom to top
     first_row: int = 0  # the row of row_names[0] (below 0 with front-end or storage fabrics)
+    scale_up_row: int | None = None  # the scale-up blocks' row (-1), None without the tier
 
     def row_name(self, row: int) -> str:
         return self.row_names[row - self.first_row]
+
+    def server_block(self, group: Group) -> Group | None:
+        """The server block a scale-up block sits under (the same order), None
+        for any other block."""
+        if group.key.row != self.scale_up_row:
+            return None
+        return next((g for g in self.groups
+                     if g.key.row == 0 and g.key.order == group.key.order), None)
 
 
 def _span(first: int, last: int) -> str:
@@ -144,7 +160,7 @@ def _site_group(topology: Topology, node: str, server: Server | None) -> GroupKe
         for below, (_, test) in enumerate(below_rows(topology)):
             if test(switch):
                 if switch.role == SCALE_UP_ROLE:
-                    return GroupKey(-1 - below, 0, "scale-up switches")
+                    return _scale_up_group(topology, switch.name, -1 - below)
                 return GroupKey(-1 - below, 0 if switch.network == "front-end" else 1,
                                 f"{switch.network} "
                                 f"{'leaves' if switch.tier == 1 else 'spines'}")
@@ -182,6 +198,21 @@ def _site_group(topology: Topology, node: str, server: Server | None) -> GroupKe
     return GroupKey(1, block, f"tor{_span(block * chunk, last)}")
 
 
+def _scale_up_group(topology: Topology, name: str, row: int) -> GroupKey:
+    """The block of scale-up switch ``name``: under the server block its
+    domain's first server is in, named by the domains starting there."""
+    by_name = {d.name: d for d in topology.domains}
+    home = _first_server_group(topology, by_name[name].servers[0])
+    indices = [d.index for d in topology.domains
+               if _first_server_group(topology, d.servers[0]) == home]
+    return GroupKey(row, home.order, f"su{_span(min(indices), max(indices))}")
+
+
+def _first_server_group(topology: Topology, name: str) -> GroupKey:
+    server = _server(topology, name)
+    return _site_group(topology, name, server)
+
+
 def aggregate(topology: Topology) -> Aggregation:
     """Every node's group and every bundle of ``topology``."""
     by_key: dict[GroupKey, list[str]] = {}
@@ -204,7 +235,18 @@ def aggregate(topology: Topology) -> Aggregation:
               for (low, high, kind), links in sorted(
             bundles.items(), key=lambda item: (item[0][0].row, item[0][0].order,
                                                item[0][1].row, item[0][1].order))),
-        row_names(topology), -len(_side_rows(topology)))
+        row_names(topology), -len(_side_rows(topology)),
+        -1 if any(s.role == SCALE_UP_ROLE for s in topology.switches) else None)
+
+
+def scale_up_words(topology: Topology, group: Group) -> str | None:
+    """'4 domains · 32 GPUs' for a block of scale-up switches, None otherwise."""
+    by_name = {d.name: d for d in topology.domains}
+    domains = [by_name[m] for m in group.members if m in by_name]
+    if not domains or len(domains) != len(group.members):
+        return None
+    gpus = sum(len(d.gpus) for d in domains)
+    return f"{len(domains)} domain{'s' if len(domains) != 1 else ''} · {gpus} GPUs"
 
 
 def node_count(topology: Topology) -> int:

@@ -10,6 +10,12 @@ busiest member, idle bundles are grey dashes and the busiest bundles are
 labelled "max NN %". The width stays bounded (at most
 :data:`emulator.topology.aggregate.MAX_BLOCKS_PER_ROW` boxes a row), so
 labels keep their size at 100 % zoom whatever the fabric's size.
+
+The scale-up tier (a ``scale_up`` key; built here as sim builds it) is a
+row of blocks right under the servers, each under the server block its
+domains start in and counted in domains and GPUs; a dashed frame in the
+scale-up colour holds each such block with its servers and names the
+domains' size and rate, as the node-by-node picture frames each domain.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch, PathPatch
 from matplotlib.path import Path
 
-from emulator.topology.aggregate import Aggregation, Bundle, Group, GroupKey, aggregate
+from emulator.topology.aggregate import (
+    Aggregation, Bundle, Group, GroupKey, aggregate, scale_up_words,
+)
 from emulator.topology.draw_style import (
     utilisation_bar,
     AGG_COLOUR, BOTTOM_MARGIN_IN, COLOURBAR_MARGIN_IN, DPI, FABRIC_LINK_COLOUR, HEADING_IN,
@@ -33,6 +41,8 @@ from emulator.topology.draw_style import (
 )
 from emulator.topology.layout import Box
 from emulator.topology.model import Topology
+from emulator.topology.scale_up import scale_up_tier
+from emulator.topology.units import format_rate
 
 BLOCK_WIDTH_IN = 1.25
 BLOCK_HEIGHT_IN = 0.52
@@ -60,6 +70,11 @@ def block_layout(agg: Aggregation) -> tuple[float, float, dict[GroupKey, Box], l
         for i, group in enumerate(groups):
             boxes[group.key] = Box((i + 0.5) * pitch, row_y[row - agg.first_row],
                                    min(BLOCK_WIDTH_IN, 0.86 * pitch), BLOCK_HEIGHT_IN)
+    for group in rows.get(agg.scale_up_row, []) if agg.scale_up_row is not None else []:
+        servers = agg.server_block(group)
+        if servers is not None:  # under its servers, as wide
+            box, home = boxes[group.key], boxes[servers.key]
+            boxes[group.key] = Box(home.x, box.y, home.width, box.height)
     # DCI bundles arc over the top row
     top = row_y[-1] + BLOCK_HEIGHT_IN / 2 + (0.6 if any(
         b.low.row == b.high.row for b in agg.bundles) else 0.05)
@@ -96,6 +111,9 @@ def bundle_value(bundle: Bundle, values: LinkValues) -> float:
 
 
 def _member_words(topology: Topology, group: Group) -> str:
+    words = scale_up_words(topology, group)
+    if words is not None:
+        return words
     if group.key.row == 0:
         role = topology.host(group.members[0]).role
         if role != "gpu":
@@ -143,15 +161,18 @@ def _bundle_sizes(agg: Aggregation) -> str:
 def draw_blocks(topology: Topology, path: str | PathLike[str],
                 values: LinkValues | None = None) -> None:
     """Draw ``topology`` as blocks into an image file (module docstring)."""
+    heading_of = title(topology)  # of the file's topology: sim adds the scale-up tier
+    topology = scale_up_tier(topology)
     agg = aggregate(topology)
     width, height, boxes, row_y = block_layout(agg)
     rails = topology.kind == "rail-optimized"
     colours = rail_colours(topology.spec.gpus_per_server)
-    legend_rows = -(-len(colours) // LEGEND_COLUMNS) if rails else 0
+    entries = (len(colours) if rails else 0) + (1 if topology.domains else 0)
+    legend_rows = -(-entries // LEGEND_COLUMNS)
     bottom_margin = BOTTOM_MARGIN_IN + LEGEND_ROW_IN * legend_rows
     note = ("Drawn as blocks, one line per bundle of links (" + _bundle_sizes(agg)
             + "); `aifabric topo draw --aggregate off` draws every node")
-    heading = title(topology) + "\n" + note + (f"\n{values.heading}"
+    heading = heading_of + "\n" + note + (f"\n{values.heading}"
                                               if values and values.heading else "")
     top_margin = TOP_MARGIN_IN + HEADING_IN * (heading.count("\n") - 1)
     figure_width = (LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN
@@ -166,6 +187,7 @@ def draw_blocks(topology: Topology, path: str | PathLike[str],
     axes.axis("off")
 
     _draw_bundles(axes, agg, boxes, colours if rails else None, values)
+    _frame_domains(axes, topology, agg, boxes)
     for group in agg.groups:
         box = boxes[group.key]
         face, edge, text_colour = _block_colours(topology, group, colours)
@@ -181,15 +203,19 @@ def draw_blocks(topology: Topology, path: str | PathLike[str],
         axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=MUTED_COLOUR,
                   style="italic", clip_on=False)
 
-    if rails:
+    if rails or topology.domains:
         handles = [Patch(facecolor=c, edgecolor="none", label=f"rail {r}")
-                   for r, c in enumerate(colours)]
+                   for r, c in enumerate(colours)] if rails else []
+        if topology.domains:
+            handles.append(Patch(facecolor=NETWORK_COLOURS["scale-up"], edgecolor="none",
+                                 label=f"scale-up ({_domain_words(topology)})"))
         legend = figure.legend(
             handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.02),
             ncol=min(len(handles), LEGEND_COLUMNS), fontsize=7, frameon=False,
             handlelength=1.2, columnspacing=1.2,
-            title="leaf colour = rail"
-            + ("" if values else ", host bundles in their rail's colour"),
+            title=("leaf colour = rail"
+                   + ("" if values else ", host bundles in their rail's colour")) if rails
+            else "",
             title_fontsize=7)
         legend.get_title().set_color(MUTED_COLOUR)
     figure.text(0.5, 1 - 0.12 / figure_height, heading, ha="center", va="top", fontsize=9,
@@ -198,6 +224,43 @@ def draw_blocks(topology: Topology, path: str | PathLike[str],
         utilisation_bar(figure, LEFT_MARGIN_IN + width + RIGHT_MARGIN_IN, bottom_margin,
                         height, values.label + ", busiest link of a bundle")
     figure.savefig(path, dpi=DPI)
+
+
+def _domain_words(topology: Topology) -> str:
+    """'8 GPUs a domain, 3600 Gbps a GPU' (the first domain's; they are alike)."""
+    domain = topology.domains[0]
+    return f"{len(domain.gpus)} GPUs a domain, {format_rate(domain.rate_bps)} a GPU"
+
+
+def _frame_domains(axes: Axes, topology: Topology, agg: Aggregation,
+                   boxes: dict[GroupKey, Box]) -> None:
+    """A dashed frame in the scale-up colour around each scale-up block and
+    the server blocks its domains' servers are in, named over the block."""
+    if agg.scale_up_row is None:
+        return
+    colour = NETWORK_COLOURS["scale-up"]
+    by_name = {d.name: d for d in topology.domains}
+    block_of = {m: g.key for g in agg.groups if g.key.row == 0 for m in g.members}
+    for group in agg.groups:
+        if group.key.row != agg.scale_up_row:
+            continue
+        servers = {block_of[s] for m in group.members for s in by_name[m].servers}
+        held = [boxes[group.key], *(boxes[k] for k in servers)]
+        left = min(b.x - b.width / 2 for b in held) - 0.07
+        right = max(b.x + b.width / 2 for b in held) + 0.07
+        top = max(b.top for b in held) + 0.07
+        bottom = min(b.bottom for b in held) - 0.07
+        axes.add_patch(FancyBboxPatch(
+            (left, bottom), right - left, top - bottom,
+            boxstyle="round,pad=0,rounding_size=0.08",
+            facecolor=(0.012, 0.412, 0.631, 0.05), edgecolor=colour, linewidth=1.0,
+            linestyle="--", zorder=0.6, clip_on=False))
+        # named in the gap over the scale-up block, beside its bundle
+        block = boxes[group.key]
+        axes.text(block.x - block.width / 2, block.top + 0.12, "scale-up domains",
+                  ha="left", va="bottom", fontsize=6, color=colour, zorder=5,
+                  bbox={"boxstyle": "round,pad=0.1", "facecolor": "white",
+                        "edgecolor": "none", "alpha": 0.85})
 
 
 def _draw_bundles(axes: Axes, agg: Aggregation, boxes: dict[GroupKey, Box],

@@ -14,7 +14,10 @@ one, :func:`emulator.topology.aggregate.aggregated`) is drawn as
 ``topo draw`` draws it: one block per group of servers or switches
 (:func:`~emulator.topology.aggregate.aggregate`, placed by
 :func:`~emulator.topology.draw_blocks.block_layout`) and one edge per bundle
-direction, ``B{j}>`` (from the lower block up) and ``B{j}<``. The feed still
+direction, ``B{j}>`` (from the lower block up) and ``B{j}<``. A topology
+with its scale-up tier built (sim) has its scale-up blocks right under the
+server blocks their domains start in (``under`` names that block), counted
+in domains and GPUs, as ``topo draw`` places them. The feed still
 computes every link direction's use; :meth:`Picture.fold` turns a frame's
 per-link values into per-bundle ones (the busiest member, as ``topo
 draw``, and the bundle's mean), so a thousand GPUs cost the page a few
@@ -30,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.topology.aggregate import aggregate, aggregated
+from emulator.topology.aggregate import aggregate, aggregated, scale_up_words
 from emulator.topology.layout import layout_topology
 from emulator.topology.model import Topology
 
@@ -146,8 +149,11 @@ def _links(pic: Picture, topology: Topology, edges: list[dict[str, Any]]) -> Pic
             pic.switch_ports[(link.node_a, link.port_a)] = (link.kind, describe)
         pic.egress_edge[(link.node_b, link.port_b)] = down
         if link.gpu is not None:
-            pic.nic_edge[link.gpu] = up
-            pic.nic_rx_edge[link.gpu] = down
+            if link.network != "scale-up":
+                # a GPU's NIC is its backend one: its scale-up port (sim) has a
+                # link of its own, which must not take the NIC's place
+                pic.nic_edge[link.gpu] = up
+                pic.nic_rx_edge[link.gpu] = down
             # the leaf's port counts both directions of a host link
             pic.edge_counter[up] = (link.node_b, link.port_b, "rx")
         else:
@@ -175,11 +181,14 @@ def _blocks(pic: Picture, topology: Topology) -> Picture:
         first = None if servers else topology.switch(group.members[0])
         count = (f"{len(group.members)} servers · "
                  f"{len(group.members) * topology.spec.gpus_per_server} GPUs"
-                 if servers else f"{len(group.members)} switches")
+                 if servers else scale_up_words(topology, group)
+                 or f"{len(group.members)} switches")
+        under = agg.server_block(group)  # a scale-up block: the servers it sits under
         nodes.append({"data": {"id": block_id[group.key], "label": f"{group.label}\n{count}",
                                "kind": "block", "row": group.key.row, "rail": group.key.rail,
                                "role": "servers" if servers else first.role,
                                "members": list(group.members),
+                               **({"under": block_id[under.key]} if under else {}),
                                "w": round(box.width * PX_PER_IN, 1),
                                "h": round(box.height * PX_PER_IN, 1)},
                       "position": xy(box.x, box.y)})

@@ -307,3 +307,35 @@ def test_packets_per_second_of_one_agent(agents):
           f"tx errors {sa['nics'][0]['counters']['tx_errors']}")
     assert got["size"] == size
     assert tx_pps > 3000 and rx_pps > 3000
+
+
+REFUSAL_PROBE = """
+import json
+from emulator.traffic.agent.backends import RawNic
+nic = RawNic("eth0", swallow_udp=False)
+fits = nic.send(bytes(14) + bytes(1000))   # the MTU's worth behind an Ethernet header
+refused = nic.send(bytes(14) + bytes(1500))
+print(json.dumps({"fits": fits, "refused": refused, "errors": nic.errors,
+                  "counted": nic.refused.to_dict()}))
+"""
+
+
+def test_a_frame_longer_than_the_interface_mtu_is_counted_with_the_mtu():
+    """A veth of MTU 1000 refuses a 1,514 B frame (EMSGSIZE): the raw back end
+    counts it with the interface's MTU, which a live run names in ``errors``."""
+    ns = f"{PREFIX}-mtu"
+    tag = f"afm{os.getpid() % 100000}"
+    sh("ip", "netns", "add", ns)
+    try:
+        sh("ip", "netns", "exec", ns, "ip", "link", "add", "eth0", "mtu", "1000", "type",
+           "veth", "peer", "name", f"{tag}p", "mtu", "1000")
+        for dev in ("eth0", f"{tag}p"):
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
+        out = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", REFUSAL_PROBE],
+                             cwd=REPO, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        found = json.loads(out.stdout)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+    assert found["fits"] is True and found["refused"] is False and found["errors"] == 1
+    assert found["counted"] == {"frames": 1, "largest_bytes": 1514, "mtu": 1000}

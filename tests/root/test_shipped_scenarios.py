@@ -23,7 +23,7 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 # allreduce-1024gpu is sim-only and too big for a run here at its size: it
 # runs, cut to 1 MB, in tests/unit/sim/test_sim_shipped.py. scale-up-allreduce
 # runs live in tests/root/test_scale_up_live.py (its scale-up tier inside the
-# agents; not faithful on this 2-core machine).
+# agents; faithful when the machine keeps up).
 SIM_ONLY = ("allreduce-1024gpu.yaml", "scale-up-allreduce.yaml")
 SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml")
                  if p.name not in ("quickstart.yaml", *SIM_ONLY))

@@ -120,3 +120,25 @@ def test_bad_chakra_mappings_are_one_line(tmp_path, keys, key, needle):
         chakra(tmp_path, **keys)
     text = str(exc.value)
     assert f"workload.jobs[0].{key}" in text and needle in text and "\n" not in text, text
+
+
+def test_tp_hops_live_are_named_by_the_scale_up_links():
+    """Live, the scale-up switch is timed in the agent (no tier built): a TP
+    hop inside a server is still named by the links of its domain's switch,
+    not by a path through the rail fabric."""
+    from emulator.measure.job_metrics import _links
+    topo = {**TOPO, "scale_up": {"rate": "450GBps", "hop_latency": "250ns"}}
+    spec = {"kind": "training", "id": "j", "model": MODEL, "seq": 256, "micro_batch": 1,
+            "global_batch": 4, "peak_tflops": 10, "tp": 2, "pp": 1, "dp": 4}
+    sc = scenario_from_dict({"name": "t", "target": "builtin", "duration": "10ms",
+                             "time_scale": 10, "topology": topo,
+                             "workload": {"jobs": [spec]}}, "<t>", ".", "builtin")
+    assert sc.topology.domains and not sc.topology.has_scale_up_tier
+    (plan,) = job_plans(sc)
+    flows = {f.id: f for f in plan.flows}
+    tp = [fid for fid in flows if "/tp/" in fid]
+    assert tp
+    for fid in tp:
+        src, dst = flows[fid].src, flows[fid].dst
+        switch = sc.topology.domain_of(src).name
+        assert _links(sc.topology, flows, [fid]) == [f"{src}--{switch}", f"{switch}--{dst}"]

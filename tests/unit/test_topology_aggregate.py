@@ -152,3 +152,66 @@ def test_cli_draws_blocks_on_request_and_refuses_a_detail_too_wide(tmp_path, cap
     assert not wide.exists()
     with pytest.raises(SystemExit):
         main(["topo", "draw", str(small), "-o", str(out), "--aggregate", "maybe"])
+
+
+def with_scale_up(t, servers_per_domain: int = 1, built: bool = True):
+    """``t`` with 450 GB/s scale-up domains; with the tier built (as sim builds it)."""
+    from emulator.topology import scale_up_tier
+    spec = {**t.spec.to_dict(), "scale_up": {"rate": "450GBps", "hop_latency": "250ns",
+                                             "servers_per_domain": servers_per_domain}}
+    return scale_up_tier(topology_from_dict(spec)) if built else topology_from_dict(spec)
+
+
+@pytest.mark.parametrize("servers_per_domain", [1, 4])
+def test_scale_up_blocks_sit_under_their_servers_counted_in_domains(servers_per_domain):
+    from emulator.topology.aggregate import scale_up_words
+    from emulator.topology.draw_blocks import block_layout
+    t = with_scale_up(rail(128), servers_per_domain)   # 8 server blocks of 16 servers
+    agg = aggregate(t)
+    assert agg.scale_up_row == -1 and agg.row_name(-1) == "scale-up"
+    su = [g for g in agg.groups if g.key.row == -1]
+    servers = [g for g in agg.groups if g.key.row == 0]
+    assert len(su) == len(servers) == 8     # one scale-up block per server block
+    _, _, boxes, _ = block_layout(agg)
+    per_block = 16 // servers_per_domain
+    for i, group in enumerate(su):
+        home = agg.server_block(group)
+        assert home is not None and home.key.order == group.key.order
+        assert boxes[group.key].x == boxes[home.key].x       # right under its servers
+        assert boxes[group.key].top < boxes[home.key].bottom
+        first = i * per_block
+        assert group.label == f"su{first}–{first + per_block - 1}"
+        assert scale_up_words(t, group) == f"{per_block} domains · 128 GPUs"
+        # every domain's servers are in the block it sits under
+        domains = {d.name: d for d in t.domains}
+        assert {s for m in group.members for s in domains[m].servers} <= set(home.members)
+    # one bundle per server block to its scale-up block, a link per GPU
+    bundles = [b for b in agg.bundles if b.network == "scale-up"]
+    assert len(bundles) == 8 and all(len(b.links) == 128 for b in bundles)
+    assert all(b.low.row == -1 and b.high.row == 0 and b.low.order == b.high.order
+               for b in bundles)
+    assert scale_up_words(t, servers[0]) is None
+
+
+def test_a_block_picture_frames_and_names_the_scale_up_tier(tmp_path):
+    from matplotlib.colors import to_rgb
+    from emulator.topology.draw_style import NETWORK_COLOURS
+    plain, tiered = rail(128), with_scale_up(rail(128))
+    colour = np.array(to_rgb(NETWORK_COLOURS["scale-up"]))
+    pixels = {}
+    for name, t in (("plain", plain), ("tiered", tiered)):
+        out = tmp_path / f"{name}.png"
+        draw_topology(t, out, aggregate="on")
+        image = imread(out)
+        height, width = image.shape[:2]
+        assert width <= MAX_BLOCKS_PX[0] and height <= MAX_BLOCKS_PX[1], (name, width, height)
+        pixels[name] = int((np.abs(image[..., :3] - colour) < 0.04).all(axis=-1).sum())
+    # frames, block edges, bundles and the legend in the scale-up colour; none without it
+    assert pixels["plain"] == 0 and pixels["tiered"] > 3000, pixels
+    # the file's topology (no tier built) is drawn with it: topo draw builds it;
+    # only the heading differs (it counts the file's links, as node by node)
+    out = tmp_path / "file.png"
+    draw_topology(with_scale_up(plain, built=False), out, aggregate="on")
+    drawn, built = imread(out), imread(tmp_path / "tiered.png")
+    assert drawn.shape == built.shape
+    assert np.array_equal(drawn[160:], built[160:])

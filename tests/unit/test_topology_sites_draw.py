@@ -157,7 +157,7 @@ def test_switches_of_a_scale_up_tier_get_a_row_under_the_servers(tmp_path):
     assert max(side) < min(su_y)  # the front-end and storage rows are further down
     assert "scale-up" in place.tier_names
     agg = aggregate(tiered)
-    assert {g.label for g in agg.groups if g.key.row == -1} == {"s0 scale-up switches",
-                                                                 "s1 scale-up switches"}
+    # one block a site, under the site's servers, named by its domains
+    assert {g.label for g in agg.groups if g.key.row == -1} == {"s0 su0–3", "s1 su4–7"}
     for mode in ("off", "on"):
         draw_topology(tiered, tmp_path / f"{mode}.png", aggregate=mode)

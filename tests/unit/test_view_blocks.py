@@ -71,3 +71,73 @@ def test_frames_fold_links_into_bundles(big) -> None:
     assert links > 1
     assert frame["umean"][up] == pytest.approx(1.0 / links, rel=1e-3)
     assert deriver.totals.ports[(leaf, port)]["rx_bytes"] == int(rate_bps * 0.01 / 8)
+
+
+def test_scale_up_blocks_sit_under_their_servers_on_the_page() -> None:
+    """A big fabric with its scale-up tier built (as sim runs it): each
+    scale-up block is placed right under the server block its domains start
+    in, names it (``under``), is counted in domains and GPUs, and its bundle
+    carries every GPU's scale-up link."""
+    from emulator.topology import scale_up_tier, topology_from_dict
+    spec = {**load_topology(RAIL_128X8).spec.to_dict(),
+            "scale_up": {"rate": "450GBps", "hop_latency": "250ns"}}
+    topology = scale_up_tier(topology_from_dict(spec))
+    pic = build_picture(topology)
+    assert pic.blocks
+    nodes = {n["data"]["id"]: n for n in pic.elements["nodes"]}
+    su = [n for n in nodes.values() if n["data"]["role"] == "scale-up"]
+    servers = [n for n in nodes.values() if n["data"]["role"] == "servers"]
+    assert su and len(su) == len(servers)
+    for block in su:
+        data = block["data"]
+        home = nodes[data["under"]]
+        assert home["data"]["role"] == "servers"
+        assert block["position"]["x"] == home["position"]["x"]
+        assert block["position"]["y"] > home["position"]["y"]     # below it on the page
+        assert data["label"].startswith("su") and "domains · " in data["label"]
+        gpus = int(data["label"].split("· ")[1].split(" ")[0])
+        assert gpus == sum(len(d.gpus) for d in topology.domains
+                           if d.name in data["members"])
+    assert "scale-up" in [t["name"] for t in pic.elements["tiers"]]
+    # every GPU's scale-up link folds into its block's bundle
+    index = {(lk.node_a, lk.port_a): i for i, lk in enumerate(topology.links)}
+    domain = topology.domains[0]
+    nic = domain.nics[0]
+    bundle = pic.edge_bundle[f"L{index[(nic.server, nic.nic_index)]}>"]
+    edge = next(e["data"] for e in pic.elements["edges"] if e["data"]["id"] == bundle)
+    assert nic.server in nodes[edge["source"]]["data"]["members"]
+    assert domain.name in nodes[edge["target"]]["data"]["members"]
+    assert edge["links"] == len(domain.gpus) * sum(
+        1 for d in topology.domains if d.name in nodes[edge["target"]]["data"]["members"])
+
+
+def test_scale_up_blocks_stay_under_their_servers_beside_storage_and_clients() -> None:
+    """The ai-cluster as blocks: the server row also holds storage nodes and
+    clients, so the scale-up row (one block a site) is placed by its servers,
+    not spread on a pitch of its own."""
+    from emulator.topology import scale_up_tier
+    topology = scale_up_tier(load_topology(ROOT / "topologies" / "ai-cluster.yaml"))
+    pic = build_picture(topology, "on")
+    nodes = {n["data"]["id"]: n for n in pic.elements["nodes"]}
+    su = [n for n in nodes.values() if n["data"]["role"] == "scale-up"]
+    assert [n["data"]["label"].split("\n")[0] for n in su] == ["s0 su0–3", "s1 su4–7"]
+    for block in su:
+        home = nodes[block["data"]["under"]]
+        assert home["data"]["label"].split("\n")[0] in ("s0 srv0–3", "s1 srv4–7")
+        assert block["position"]["x"] == home["position"]["x"]
+
+
+def test_a_gpus_nic_edge_stays_its_backend_link_with_the_scale_up_tier() -> None:
+    """Sim builds a scale-up link per GPU after its backend link: the page's
+    edge for the GPU's NIC (its pauses, a replay's flow rates) stays the
+    backend one, node by node and as blocks."""
+    from emulator.topology import scale_up_tier
+    topology = scale_up_tier(load_topology(ROOT / "topologies" / "ai-cluster.yaml"))
+    backend = {lk.gpu: i for i, lk in enumerate(topology.links)
+               if lk.gpu is not None and lk.network == "backend"}
+    assert any(lk.network == "scale-up" for lk in topology.links)
+    for mode in ("off", "on"):
+        pic = build_picture(topology, mode)
+        for gpu in topology.gpus:
+            i = backend[gpu.name]
+            assert pic.nic_edge[gpu.name] == f"L{i}>" and pic.nic_rx_edge[gpu.name] == f"L{i}<"

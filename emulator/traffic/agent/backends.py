@@ -17,17 +17,26 @@ for a fake) and ``close()``.
   port unreachable. With ``tx_ring`` frames are sent through a
   ``PACKET_MMAP`` transmit ring (:mod:`.txring`), one system call per
   flush; without it, or when the ring cannot be set up, one ``send()`` per
-  frame (``tx_stats()`` says which, and why).
+  frame (``tx_stats()`` says which, and why). A frame the interface
+  refuses as too long (``EMSGSIZE``: its MTU is below the frame) is
+  counted in ``refused`` (:class:`Refusals`: how many, the longest, the
+  MTU); the agent's stats carry it and a live run names it in results'
+  ``errors`` (:func:`refusal_line`), since every retransmission of that
+  frame is refused again and the flow stalls.
 - :class:`FakeNic`: in memory, for tests: ``inject(frame)`` makes it receive,
   ``sent`` lists ``(clock(), frame)``; ``on_send`` (if set) is called with
-  each frame, which is how :mod:`.sim` wires two fakes together.
+  each frame, which is how :mod:`.sim` wires two fakes together. With
+  ``mtu`` it refuses, as a raw socket does, frames longer than the MTU
+  plus the Ethernet header (counted in ``refused``).
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import socket
+import struct
 from collections import deque
 from typing import Callable
 
@@ -40,6 +49,51 @@ PACKET_IGNORE_OUTGOING = 23
 SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
 MAX_FRAME = 65_535
+SIOCGIFMTU = 0x8921
+
+
+class Refusals:
+    """Frames an interface refused as longer than its MTU (``EMSGSIZE``)."""
+
+    __slots__ = ("frames", "largest_bytes", "mtu")
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.largest_bytes = 0
+        self.mtu: int | None = None   # read at the first refusal (None: unreadable)
+
+    def add(self, frame_bytes: int, mtu: Callable[[], int | None]) -> None:
+        if not self.frames:
+            self.mtu = mtu()
+        self.frames += 1
+        self.largest_bytes = max(self.largest_bytes, frame_bytes)
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {"frames": self.frames, "largest_bytes": self.largest_bytes, "mtu": self.mtu}
+
+
+def refusal_line(nic: dict) -> str | None:
+    """One line for results' ``errors`` when NIC snapshot ``nic`` (its
+    ``refused``) says frames were refused as too long; None otherwise."""
+    refused = nic.get("refused") or {}
+    frames = refused.get("frames", 0)
+    if not frames:
+        return None
+    mtu = refused.get("mtu")
+    # an Ethernet frame carries MTU bytes of IP packet plus its 14-byte header
+    limit = "an unknown MTU" if mtu is None else f"MTU {mtu} (frames up to {mtu + 14} B)"
+    return (f"NIC {nic.get('name', '?')}: the interface refused {frames} frame(s) of up to "
+            f"{refused.get('largest_bytes', 0)} B, longer than its {limit}: raise the "
+            f"interface MTU or lower hosts.mtu; the flows on it stalled")
+
+
+def interface_mtu(sock: socket.socket, iface: str) -> int | None:
+    """The MTU of ``iface`` (SIOCGIFMTU on ``sock``), None when unreadable."""
+    try:
+        request = struct.pack("16si", iface.encode()[:15], 0)
+        return struct.unpack("16si", fcntl.ioctl(sock.fileno(), SIOCGIFMTU, request))[1]
+    except (OSError, ValueError):   # ValueError: the socket is closed
+        return None
 
 
 class RawNic:
@@ -55,6 +109,7 @@ class RawNic:
         self.max_frame_bytes = max_frame_bytes
         self.errors = 0
         self.last_error: OSError | None = None
+        self.refused = Refusals()
         # Protocol 0 receives nothing until bind: no frame of another
         # interface slips in between socket() and bind().
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
@@ -113,6 +168,8 @@ class RawNic:
         except OSError as exc:  # ENOBUFS (peer backlog full), EMSGSIZE, ENETDOWN
             self.errors += 1
             self.last_error = exc
+            if exc.errno == errno.EMSGSIZE:
+                self.refused.add(len(frame), lambda: interface_mtu(self._sock, self.name))
             return False
 
     send = _plain_send   # the ring's send when there is one (see __init__)
@@ -154,8 +211,10 @@ class FakeNic:
 
     def __init__(self, name: str = "fake", clock: Callable[[], float] | None = None,
                  *, keep_sent: bool = True, fail_sends: bool = False,
-                 with_fd: bool = False) -> None:
+                 with_fd: bool = False, mtu: int | None = None) -> None:
         self.name = name
+        self.mtu = mtu
+        self.refused = Refusals()
         self._clock = clock
         self._rx: deque[bytes] = deque()
         self.sent: list[tuple[float, bytes]] = []
@@ -196,6 +255,9 @@ class FakeNic:
 
     def send(self, frame: bytes) -> bool:
         if self.fail_sends:
+            return False
+        if self.mtu is not None and len(frame) > self.mtu + 14:
+            self.refused.add(len(frame), lambda: self.mtu)
             return False
         if self.keep_sent:
             self.sent.append((self._clock() if self._clock else 0.0, frame))

@@ -342,6 +342,8 @@ class Nic:
                 "pfc_resumes": list(p.resumes), "paused_now": [
                     bool(p.mask >> i & 1) for i in range(NUM_PRIORITIES)],
                 "control_backlog": self.backlog(), "io_errors": getattr(self.io, "errors", 0),
+                "refused": (self.io.refused.to_dict() if hasattr(self.io, "refused")
+                            else None),
                 "tx_batching": self.io.tx_stats() if hasattr(self.io, "tx_stats") else None,
                 "pause_intervals": [[[start + self.wall, end + self.wall] for start, end in spans]
                                     for spans in p.intervals_by_priority(now)],

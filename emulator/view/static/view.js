@@ -8,6 +8,7 @@
 const RAMP = [[0, [255, 237, 160]], [0.25, [254, 217, 118]], [0.5, [253, 141, 60]],
               [0.75, [227, 26, 28]], [1, [128, 0, 38]]];
 const SATURATED = 0.9;            // a link direction this busy is drawn as saturated
+const SCALE_UP_COLOUR = "#0369a1";  // topo draw's scale-up colour
 const RAIL_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                       "#e377c2", "#bcbd22", "#17becf"];
 const SERIES_COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2",
@@ -207,8 +208,9 @@ class RunPanel {
       if (n.data.kind === "block") {  // as topo draw --aggregate colours its blocks
         const rail = n.data.rail != null ? RAIL_COLOURS[n.data.rail % RAIL_COLOURS.length] : null;
         const top = ["spine", "core", "agg"].includes(n.data.role);
-        n.data.colour = rail || (n.data.role === "servers" ? "#6b7280" : top ? "#4d5b6a" : "#4b5563");
-        n.data.fill = rail ? rail + "33" : n.data.role === "servers" ? "#f3f4f6" : top ? "#4d5b6a" : "#e5e7eb";
+        const scaleUp = n.data.role === "scale-up" ? SCALE_UP_COLOUR : null;  // under its servers
+        n.data.colour = rail || scaleUp || (n.data.role === "servers" ? "#6b7280" : top ? "#4d5b6a" : "#4b5563");
+        n.data.fill = rail ? rail + "33" : scaleUp ? "#f1f5f9" : n.data.role === "servers" ? "#f3f4f6" : top ? "#4d5b6a" : "#e5e7eb";
         n.data.ink = top ? "#fff" : "#1f2937";
       }
     }

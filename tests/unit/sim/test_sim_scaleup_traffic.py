@@ -1,8 +1,11 @@
 """Generators and jobs over the scale-up tier (README "The AI cluster"):
-with a ``scale_up`` key on sim, incast patterns, permutations, all-to-all
-and a job's TP hops include GPUs of one server, and their flows cross the
-domain's scale-up switch; without the key, or on a live target, the flows
-are exactly those of the file without it (GPUs of a server skipped)."""
+with a ``scale_up`` key, incast patterns, permutations, all-to-all and a
+job's TP hops include GPUs of one server, and their flows cross the
+domain's scale-up switch: on sim always, live when every domain is one
+server (its switch timed inside the server's agent), the same flows on
+both clocks. Without the key, or live with domains of several servers,
+the flows are exactly those of the file without it (GPUs of a server
+skipped)."""
 
 from __future__ import annotations
 
@@ -31,10 +34,12 @@ JOB = {"kind": "training", "id": "train",
        "bucket": "1MB", "peak_tflops": 400, "efficiency": 0.4, "iterations": 1}
 
 
-def _data(scale_up: bool, target: str, workload: dict[str, Any]) -> dict[str, Any]:
+def _data(scale_up: bool, target: str, workload: dict[str, Any],
+          servers_per_domain: int = 1) -> dict[str, Any]:
     topo = topology(2, 4, rate="400Gbps", delay="1us")
     if scale_up:
-        topo["scale_up"] = {"rate": "450GBps", "hop_latency": "250ns"}
+        topo["scale_up"] = {"rate": "450GBps", "hop_latency": "250ns",
+                            "servers_per_domain": servers_per_domain}
     data = scenario("su-traffic", topo, copy.deepcopy(workload), duration="2ms",
                     hosts={"mtu": "4096B"},
                     switches={"buffer": "4MB",
@@ -45,8 +50,10 @@ def _data(scale_up: bool, target: str, workload: dict[str, Any]) -> dict[str, An
     return data
 
 
-def _flows(scale_up: bool, target: str, workload: dict[str, Any]) -> list[tuple]:
-    loaded = scenario_from_dict(_data(scale_up, target, workload), "<su-traffic>")
+def _flows(scale_up: bool, target: str, workload: dict[str, Any],
+           servers_per_domain: int = 1) -> list[tuple]:
+    loaded = scenario_from_dict(_data(scale_up, target, workload, servers_per_domain),
+                                "<su-traffic>")
     return [(f.id, f.src, f.dst, f.size_bytes, f.start_ns) for f in expand_workload(loaded)]
 
 
@@ -57,12 +64,30 @@ def _server(gpu: str) -> str:
 @pytest.mark.parametrize("workload", [{"generators": GENERATORS}, {"jobs": [JOB]}],
                          ids=["generators", "job"])
 def test_without_a_scale_up_tier_the_flows_are_unchanged(workload):
-    """No ``scale_up`` key, or a live target: the pairs skip each server's GPUs,
-    the same flows whichever the target and whether or not the key is there."""
+    """No ``scale_up`` key, or live with domains of several servers (no agent
+    can time them): the pairs skip each server's GPUs, the same flows
+    whichever the target and whether or not the key is there."""
     plain = _flows(False, "sim", workload)
     assert plain and all(_server(src) != _server(dst) for _, src, dst, _, _ in plain)
     assert _flows(False, "builtin", workload) == plain
-    assert _flows(True, "builtin", workload) == plain
+    assert _flows(True, "builtin", workload, servers_per_domain=2) == plain
+    assert _flows(True, "bmv2", workload, servers_per_domain=2) == plain
+
+
+@pytest.mark.parametrize("workload", [{"generators": GENERATORS}, {"jobs": [JOB]}],
+                         ids=["generators", "job"])
+@pytest.mark.parametrize("target", ["builtin", "bmv2"])
+def test_live_pairs_gpus_of_one_server_as_sim_does(workload, target):
+    """Domains of one server live: the agent times each server's scale-up
+    switch, so generators and a job's TP make the sim's flows, those of one
+    server included (sizes and starts of a job's flows are data-centre
+    figures on sim, slowed by time_scale live: compared by endpoints)."""
+    on_sim = _flows(True, "sim", workload)
+    live = _flows(True, target, workload)
+    assert any(_server(src) == _server(dst) for _, src, dst, _, _ in on_sim)
+    assert [f[:3] for f in live] == [f[:3] for f in on_sim]
+    if "generators" in workload:
+        assert live == on_sim
 
 
 def test_with_a_scale_up_tier_on_sim_generators_pair_gpus_of_one_server():
