@@ -52,7 +52,8 @@ class Admission:
     done_s: float  # its last token
     reserved_bytes: int  # KV of prompt + output tokens
     offloaded: bool = False
-    waits_for: tuple[int, ...] = ()  # offloaded: requests whose end makes its room
+    # offloaded: requests whose end makes its room, since the GPU's previous fetch
+    waits_for: tuple[int, ...] = ()
 
 
 def default_hbm_kv(weight_bytes: int) -> int:
@@ -119,7 +120,9 @@ def plan_admissions(job: ServingJob) -> tuple[Admission, ...]:
                     done = max(back, slot_free[slot]) + decode_s
                     if _peak(active, at, done) + need <= capacity:
                         break
-                waits = tuple(sorted(a[3] for a in active if t < a[1] <= at))
+                # the ends that made room since the previous fetch's admission (that
+                # fetch, before this one on the GPU's stream, waited for the earlier ones)
+                waits = tuple(sorted(a[3] for a in active if first < a[1] <= at))
                 out[r] = Admission(r, t, at, done, need, True, waits)
                 queue.append((t, at))
             active.append([out[r].admitted_s, done, need, r])  # type: ignore[union-attr]
