@@ -130,7 +130,7 @@ def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
                                 _length(ctx, item["output"], [*path, "output"]),
                                 f"{seed}:{item['id']}")
     hbm_kv = _size(ctx, item["hbm_kv"], [*path, "hbm_kv"], positive=True,
-                   hint=f"{SIZE_HINT}: the HBM a decode GPU has for KV caches"
+                   hint=f"{SIZE_HINT}; hbm_kv is the HBM a decode GPU has for KV caches"
                    ) if "hbm_kv" in item else None
     gpus = tuple(prefill + decode)
     places = ()

@@ -256,7 +256,8 @@ def test_a_job_that_fits_makes_no_storage_flows_and_needs_no_storage():
 
 @pytest.mark.parametrize("keys, topology, needle", [
     ({"hbm_kv": 0}, None, "not a size > 0"),
-    ({"hbm_kv": "lots"}, None, "the HBM a decode GPU has for KV caches"),
+    ({"hbm_kv": "lots"}, None, "hbm_kv is the HBM a decode GPU has for KV caches"),
+    ({"hbm_kv": 1.5}, None, "use a size, the HBM a decode GPU has for KV caches"),
     ({"hbm_kv": "100KiB"}, None, "cannot hold request 0's reservation alone: 100 + 10 tokens"),
     ({"model": "llama3-70b"}, None, "weights leave nothing"),
     ({"hbm_kv": "225KiB"}, "no storage", "2 of 4 KV caches do not fit hbm_kv 230400 B"),
@@ -267,3 +268,19 @@ def test_bad_hbm_kv_is_one_line_naming_the_key(keys, topology, needle):
         load(serving(**keys), topo)
     text = str(exc.value)
     assert "key 'workload.jobs[0].hbm_kv'" in text and needle in text and "\n" not in text, text
+
+
+def test_the_summary_says_how_many_caches_went_to_storage():
+    from rich.console import Console
+
+    from emulator.measure.summary import jobs_table
+    serving_ = {"requests": 8, "completed": 8, "ttft_p50_s": 0.011, "ttft_p99_s": 0.013,
+                "tpot_mean_s": 1e-4, "kv_share_of_ttft": 0.22, "kv_offload": {"offloaded": 4}}
+    job_ = {"id": "serve", "kind": "inference", "ranks": 4, "iterations_done": 1,
+            "iterations_planned": 1, "completed": True, "serving": serving_}
+    console = Console(width=200, record=True)
+    console.print(jobs_table([job_]))
+    assert "KV 22% of TTFT, 4 offloaded to storage" in console.export_text()
+    console = Console(width=200, record=True)
+    console.print(jobs_table([{**job_, "serving": {**serving_, "kv_offload": {"offloaded": 0}}}]))
+    assert "offloaded" not in console.export_text()
