@@ -135,6 +135,11 @@ def test_the_graph_offloads_then_fetches_before_the_first_token():
                                                                           100 * KIB)
         assert set(fetch.deps) == {pre + "offload", pre + "fetch-req"}
         assert nodes[pre + "first"].deps == (pre + "fetch",)
+    # the requests that fit are planned exactly as with ample HBM
+    ample = {n.id: n for n in serve_graph(job(at_once(*[(100, 10)] * 4), None))}
+    assert [n for nid, n in nodes.items() if nid.startswith(("i0/r0/", "i0/r1/"))] == [
+        n for nid, n in ample.items() if nid.startswith(("i0/r0/", "i0/r1/"))]
+    assert not any(n.kind.startswith("kv-") for n in ample.values())
     # FCFS: the decode GPU's reads go one after another on one stream
     assert nodes["i0/r2/fetch-req"].stream == nodes["i0/r3/fetch-req"].stream
     with pytest.raises(ValueError, match="no storage nodes"):
