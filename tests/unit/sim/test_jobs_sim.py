@@ -1,5 +1,7 @@
-"""Training jobs on the virtual clock: the step the agents run against the
-step graph's arithmetic, DP overlap and its knee, placement, Chakra traces.
+"""Jobs on the virtual clock: the training step the agents run against the
+step graph's arithmetic, DP overlap and its knee, placement, Chakra traces;
+serving: the KV hand-off on a congested spine, striping, batching, and KV
+caches offloaded to storage when the decode GPUs' HBM is full.
 
 Fabric: 4 servers x 2 GPUs, one leaf per rail, one spine, 1 us links; MTU
 1024 (frames of 1082 B). A tiny model (4 layers, hidden 256) at 10 TFLOP/s
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from emulator.run.sim import run_sim
+from emulator.scenario import load_scenario
 from emulator.scenario.chakra import (
     ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, TraceNode,
     write_trace,
@@ -357,3 +360,31 @@ def test_kv_offload_to_storage_when_hbm_is_full_against_ample_hbm():
           f"hand-off {a['kv_handoff_p50_s'] * 1e3:.3f} ms, wait for room "
           f"{off['hbm_wait_p50_s'] * 1e3:.2f} ms; TPOT {a['tpot_mean_s'] * 1e3:.3f} -> "
           f"{b['tpot_mean_s'] * 1e3:.3f} ms")
+
+
+def test_the_shipped_kv_offload_scenario_fetches_at_the_storage_fabric_s_rate(tmp_path):
+    """scenarios/kv-offload.yaml: the 2 last requests of each decode GPU are offloaded
+    (4 of 8); a hand-off of 8 MiB takes the frame arithmetic of GPU - rail leaf - GPU at
+    100 Gb/s, a fetch that of storage NIC - storage leaf - node at 50 Gb/s (twice it),
+    after its 1-byte read request."""
+    scenario = load_scenario(Path(__file__).resolve().parents[3] / "scenarios"
+                             / "kv-offload.yaml")
+    results = run_sim(scenario, tmp_path, progress=False)
+    assert all(c["passed"] for c in results["checks"]), results["checks"]
+    job = scenario.jobs[0].serving
+    assert [a.request for a in job.admissions if a.offloaded] == [4, 5, 6, 7]
+    serving = results["jobs"][0]["serving"]
+    off = serving["kv_offload"]
+    kv = next(n for n in scenario.jobs[0].world() if n.kind == "kv")
+    assert kv.size_bytes == 8 * 2**20 and off["offloaded_bytes"] == 4 * kv.size_bytes
+    rail = FabricCost.frames(100e9, 4096, 1e-6, links=2)
+    storage = FabricCost.frames(50e9, 4096, 1e-6, links=2)
+    assert serving["kv_handoff_p99_s"] == pytest.approx(rail(kv), rel=0.01)
+    assert off["offload_p99_s"] == pytest.approx(storage(kv), rel=0.01)
+    assert off["fetch_p50_s"] == pytest.approx(storage(kv) + storage(replace(kv, size_bytes=1)),
+                                               rel=0.01)
+    assert off["fetch_p50_s"] == pytest.approx(2 * serving["kv_handoff_p50_s"], rel=0.02)
+    # an offloaded request's first token: its wait for room, the fetch, one step
+    assert serving["ttft_p99_s"] == pytest.approx(
+        job.admissions[7].ready_s + off["hbm_wait_p99_s"] + off["fetch_p99_s"]
+        + job.step_s(1024, 2), rel=0.01)
