@@ -105,10 +105,10 @@ def plan_admissions(job: ServingJob) -> tuple[Admission, ...]:
             decode_s = req.output * job.step_s(req.prompt, batch)
             size_bits = job.kv_bytes(req.prompt) * 8
             ahead = False  # an earlier request of this GPU waits for admission at t
-            for came, admitted in reversed(queue):
-                if admitted <= t:
+            for came, admitted in reversed(queue):  # admitted in order: the latest first
+                if admitted <= t or came <= t:
+                    ahead = admitted > t
                     break
-                ahead = ahead or came <= t
             done = max(t + size_bits / handoff_bps + latency_s, slot_free[slot]) + decode_s
             if not ahead and _peak(active, t, done) + need <= capacity:
                 out[r] = Admission(r, t, t, done, need)

@@ -38,10 +38,9 @@ storage and fetched back once room frees:
 - **fetch** (kind ``kv-fetch``): a read: a request of one byte from the
   decode GPU to that storage node, not before the prefill has ended, once
   the requests the plan counted on to make room have ended (and after the
-  GPU's earlier fetches: FCFS), then
-  the cache from storage to the decode GPU, once both the request and the
-  offloaded cache are there; the first token waits for it instead of a
-  hand-off.
+  GPU's earlier fetches: FCFS), then the cache from storage to the decode
+  GPU, once both the request and the offloaded cache are there; the first
+  token waits for it instead of a hand-off.
 
 TTFT = end of the first token - arrival; TPOT = (end of the last - end of
 the first) / (output - 1). Left out: evicting running requests (vLLM's
