@@ -289,3 +289,28 @@ def test_the_summary_says_how_many_caches_went_to_storage():
     console = Console(width=200, record=True)
     console.print(jobs_table([{**job_, "serving": {**serving_, "kv_offload": {"offloaded": 0}}}]))
     assert "offloaded" not in console.export_text()
+
+
+def test_the_shipped_scenario_plans_for_a_live_run_with_the_reads_slowed_too():
+    """kv-offload.yaml on builtin with time_scale auto: every agent's config (the
+    storage nodes' too) parses, and a fetch's read is released at the prefill's end
+    slowed as the GPUs are."""
+    from pathlib import Path
+
+    import yaml
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "kv-offload.yaml"
+    data = {**yaml.safe_load(path.read_text()), "time_scale": "auto"}
+    sc = scenario_from_dict(data, str(path), path.parent, "builtin")
+    (plan,) = job_plans(sc)
+    k = plan.spec.compute_scale
+    assert sc.target == "builtin" and k == sc.time_scale > 1
+    flows = expand_workload(sc)
+    configs = build_agent_configs(sc, flows, 0.0, plan_qps(sc, flows), (), jobs=list(plan.works))
+    assert set(configs) == {"srv0", "srv1", "stor0", "stor1"}
+    for cfg in configs.values():
+        parse_config(cfg)
+    reads = {m["tag"]: m["at_s"] for m in configs["srv1"]["workload"]["messages"]
+             if m["tag"].endswith("/fetch-req")}
+    plan_ = plan.spec.serving.admissions
+    assert reads == pytest.approx({f"serve/i0/r{r}/fetch-req": plan_[r].ready_s * k
+                                   for r in (4, 5, 6, 7)})
