@@ -21,7 +21,12 @@ the first) to the end of its last node:
   factors: all-reduce 2(n-1)/n, all-to-all (n-1)/n); ``transfers``: PP
   sends, time from post to arrival;
 - ``serving`` (inference jobs): requests completed, TTFT, TPOT and KV
-  hand-off time (p50, p99, mean), the mean share of TTFT spent moving KV;
+  hand-off time (p50, p99, mean), the mean share of TTFT spent moving KV
+  (hand-off, or offload and fetch); ``kv_offload``: the caches offloaded to
+  storage (count, bytes), offload time (post to arrival at storage), fetch
+  time (the decode GPU's read request to the cache's arrival), the wait for
+  room in HBM before it (prefill end to read request), the mean share of
+  TTFT the fetch took;
 - ``timeline``: the picture (:func:`~emulator.measure.job_timeline.plot_step`)
   of the whole run, one row per GPU, written as ``job-{id}.png``.
 """
@@ -123,7 +128,8 @@ def job_result(plan: JobPlan, stats: Mapping[str, Mapping[str, Any] | None],
             if node.kind == "compute" or end[nid] <= start[nid]:
                 continue
             waited.append({"node": nid, "kind": node.kind, "rank": node.rank,
-                           "gpu": spec.gpus[node.rank], "start_s": round(start[nid], d),
+                           "gpu": (spec.gpus + spec.storage)[node.rank],
+                           "start_s": round(start[nid], d),
                            "end_s": round(end[nid], d),
                            "links": _links(topology, flows, plan.node_flows.get(nid, ()))})
         iterations.append({
@@ -183,29 +189,45 @@ def job_result(plan: JobPlan, stats: Mapping[str, Mapping[str, Any] | None],
                         {n.id: end[n.id] - job_start for n in done_nodes}, 0.0)
         name = f"job-{spec.id}.png"
         plot_step(done_nodes, whole, out / name,
-                  title=f"[{clock}] job {spec.id}, {len(iterations)} iteration(s):")
+                  title=f"[{clock}] job {spec.id}, {len(iterations)} iteration(s):",
+                  labels={len(spec.gpus) + i: nic for i, nic in enumerate(spec.storage)})
         result_out["timeline"] = name
     return result_out
 
 
 def _serving(spec: Any, start: Mapping[str, float], end: Mapping[str, float],
              job_start: float, d: int) -> dict[str, Any]:
-    """TTFT, TPOT and KV hand-off times of an inference job's requests."""
+    """TTFT, TPOT and KV hand-off times of an inference job's requests; the
+    caches offloaded to storage (``kv_offload``)."""
+    job = spec.serving
     ttft, tpot, kv, share = [], [], [], []
+    offload, fetch, wait, fetch_share = [], [], [], []
     stripes: dict[str, list[str]] = {}  # request prefix -> its KV transfer(s)
     for nid in end:
         head, _, last = nid.rpartition("/")
         if last.startswith("kv"):
             stripes.setdefault(head + "/", []).append(nid)
-    for r, req in enumerate(spec.serving.requests):
+    for r, req in enumerate(job.requests):
         pre = f"i0/r{r}/"
         if pre + "rest" not in end:
             continue
         arrival = job_start + req.arrival_s * spec.compute_scale
         first = end[pre + "first"] - arrival
-        moving = (max(end[x] for x in stripes[pre]) - min(start[x] for x in stripes[pre]))
         ttft.append(first)
-        kv.append(moving)
+        if job.admissions[r].offloaded:
+            # offload: from its post to its arrival at storage; fetch: from the decode
+            # GPU's read request to the cache's arrival (waiting for the offload to land
+            # if the room freed first); before it the request waited for room
+            sent = end[pre + "offload"] - start[pre + "offload"]
+            got = end[pre + "fetch"] - start[pre + "fetch-req"]
+            offload.append(sent)
+            fetch.append(got)
+            wait.append(start[pre + "fetch-req"] - end[pre + "prefill"])
+            fetch_share.append(got / first if first > 0 else 0.0)
+            moving = sent + got
+        else:
+            moving = (max(end[x] for x in stripes[pre]) - min(start[x] for x in stripes[pre]))
+            kv.append(moving)
         share.append(moving / first if first > 0 else 0.0)
         if req.output > 1:
             tpot.append((end[pre + "rest"] - end[pre + "first"]) / (req.output - 1))
@@ -217,12 +239,21 @@ def _serving(spec: Any, start: Mapping[str, float], end: Mapping[str, float],
                 f"{name}_p99_s": round(_percentile(values, 0.99) or 0.0, d),
                 f"{name}_mean_s": round(sum(values) / len(values), d)}
 
-    return {"requests": len(spec.serving.requests), "completed": len(ttft),
+    planned = [a for a in job.admissions if a.offloaded]
+    return {"requests": len(job.requests), "completed": len(ttft),
             **stats(ttft, "ttft"), **stats(tpot, "tpot"), **stats(kv, "kv_handoff"),
             "kv_share_of_ttft": round(sum(share) / len(share), 4) if share else None,
-            "kv_bytes_mean": round(sum(spec.serving.kv_bytes(q.prompt)
-                                       for q in spec.serving.requests)
-                                   / len(spec.serving.requests))}
+            "kv_bytes_mean": round(sum(job.kv_bytes(q.prompt) for q in job.requests)
+                                   / len(job.requests)),
+            "kv_offload": {
+                "hbm_kv_bytes": job.hbm_kv,
+                "offloaded": len(planned), "fetched": len(fetch),
+                "offloaded_bytes": sum(job.kv_bytes(job.requests[a.request].prompt)
+                                       for a in planned),
+                **stats(offload, "offload"), **stats(fetch, "fetch"),
+                **stats(wait, "hbm_wait"),
+                "fetch_share_of_ttft": round(sum(fetch_share) / len(fetch_share), 4)
+                if fetch_share else None}}
 
 
 def job_results(plans: Sequence[JobPlan], stats: Mapping[str, Mapping[str, Any] | None],

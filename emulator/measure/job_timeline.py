@@ -12,7 +12,7 @@ outlined in black. Times in ms of the step's clock (name it in ``title``:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import matplotlib
 
@@ -23,7 +23,9 @@ from matplotlib.patches import Patch  # noqa: E402
 from emulator.scenario.jobs_graph import COMM_KINDS, Node, StepResult  # noqa: E402
 
 COLOURS = {"tp": "tab:orange", "pp": "tab:blue", "dp": "tab:green", "ep": "tab:purple",
-           "kv": "tab:brown"}
+           "kv": "tab:brown", "kv-offload": "tab:olive", "kv-fetch": "tab:cyan"}
+# kinds on streams of their own, beside the GPU's compute
+BESIDE = ("pp", "dp", "kv", "kv-offload", "kv-fetch")
 
 
 def idle_spans(busy: Sequence[tuple[float, float]], end_s: float) -> list[tuple[float, float]]:
@@ -39,8 +41,9 @@ def idle_spans(busy: Sequence[tuple[float, float]], end_s: float) -> list[tuple[
 
 
 def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
-              title: str = "") -> Path:
-    """Draw the timeline PNG at ``path``; returns it."""
+              title: str = "", labels: Mapping[int, str] | None = None) -> Path:
+    """Draw the timeline PNG at ``path``; returns it. ``labels`` names rows
+    that are not GPUs (a serving job's storage nodes)."""
     ranks = sorted({n.rank for n in nodes})
     on_path = set(result.critical_path)
     fig, ax = plt.subplots(figsize=(11, 0.7 * len(ranks) + 1.6))  # see height_in
@@ -57,17 +60,19 @@ def plot_step(nodes: Sequence[Node], result: StepResult, path: str | Path, *,
                 compute.append((a * ms, (b - a) * ms))
                 busy.append((a, b))
             else:
-                blocking = n.kind not in ("pp", "dp", "kv")  # on the compute stream
+                blocking = n.kind not in BESIDE  # on the compute stream
                 if blocking:
                     busy.append((a, b))
                 ax.broken_barh([(a * ms, (b - a) * ms)], (row - 0.42, 0.25),
                                facecolors=COLOURS[n.kind],
                                edgecolors="black" if n.id in on_path else "none", linewidth=0.6)
         ax.broken_barh(compute, (row - 0.12, 0.5), facecolors="0.6")
-        idle = [(a * ms, (b - a) * ms) for a, b in idle_spans(busy, result.iteration_s)]
+        idle = [] if rank in (labels or {}) else [  # a storage node computes nothing
+            (a * ms, (b - a) * ms) for a, b in idle_spans(busy, result.iteration_s)]
         ax.broken_barh(idle, (row - 0.12, 0.5), facecolors="none", edgecolors="tab:red",
                        hatch="///", linewidth=0)
-    ax.set_yticks(range(len(ranks)), [f"GPU {r}" for r in ranks])
+    names = labels or {}
+    ax.set_yticks(range(len(ranks)), [names.get(r, f"GPU {r}") for r in ranks])
     ax.invert_yaxis()
     ax.set_xlim(0, result.iteration_s * ms)
     ax.set_xlabel("time in the step (ms)")

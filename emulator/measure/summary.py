@@ -217,7 +217,8 @@ def collectives_table(collectives: Sequence[Mapping[str, Any]], time_scale: floa
 
 def jobs_table(jobs: Sequence[Mapping[str, Any]], units: Units | None = None) -> Any:
     """Per job: iterations done, iteration time (mean, p99), compute and exposed
-    communication by kind; for inference TTFT, TPOT and the KV share of TTFT."""
+    communication by kind; for inference TTFT, TPOT, the KV share of TTFT and the
+    caches offloaded to storage."""
     from rich.table import Table
 
     u = units or Units({})
@@ -235,11 +236,14 @@ def jobs_table(jobs: Sequence[Mapping[str, Any]], units: Units | None = None) ->
         serving = j.get("serving")
         if serving:
             share = serving.get("kv_share_of_ttft")
+            offloaded = (serving.get("kv_offload") or {}).get("offloaded")
+            note = "" if share is None else f"KV {share:.0%} of TTFT"
+            if offloaded:
+                note += f", {offloaded} offloaded to storage"
             table.add_row(j["id"], j["kind"], str(j["ranks"]),
                           f"{serving['completed']}/{serving['requests']}",
                           u.t(serving["ttft_p50_s"]), u.t(serving["ttft_p99_s"]),
-                          u.t(serving["tpot_mean_s"]),
-                          "" if share is None else f"KV {share:.0%} of TTFT")
+                          u.t(serving["tpot_mean_s"]), note)
             continue
         exposed = " ".join(f"{k.upper()} {u.t(v)}" for k, v in
                            (j.get("exposed_mean_s") or {}).items() if v)

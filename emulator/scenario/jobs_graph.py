@@ -47,7 +47,9 @@ from typing import Callable, Mapping, Sequence
 from emulator.scenario.jobs_model import Gpu, ModelShape
 from emulator.topology import Topology
 
-COMM_KINDS = ("tp", "pp", "dp", "ep", "kv")  # kv: a KV cache handed to a decode GPU
+# kv: a KV cache handed to a decode GPU; kv-offload / kv-fetch: one sent to storage,
+# and read back from it (jobs_serve.py)
+COMM_KINDS = ("tp", "pp", "dp", "ep", "kv", "kv-offload", "kv-fetch")
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ class Node:
     rank: int = 0  # the GPU (here: pipeline stage) it runs on; a transfer's sender
     peer: int = -1  # a transfer's receiver (rank)
     instance: str = ""  # a collective: the same on every rank taking part (world graphs)
-    release_s: float = 0.0  # not before this (s from the job's start): a request's arrival
+    # not before this (s from the job's start): a request's arrival, a KV fetch's read
+    release_s: float = 0.0
 
 
 def _one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:

@@ -13,7 +13,9 @@ resolved); every error is one line naming the key.
   uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35), ``stripe_rails``
   (default false) to spread each KV cache over the servers' NICs,
   ``max_batch`` (default 1) requests a decode GPU batches (continuous
-  batching, :mod:`~.jobs_serve`);
+  batching, :mod:`~.jobs_serve`), ``hbm_kv`` bytes of HBM a decode GPU has
+  for KV caches (default 90 % of 80 GB less the model's weights; caches that
+  do not fit go to the topology's storage nodes, :mod:`~.jobs_kv`);
 - ``chakra``: ``traces`` (one ET file per rank), ranks onto GPUs by the
   ``gpus`` list (rank r on the r-th GPU, in the order written, patterns in
   topology order) or a ``mapping`` file (one GPU name per line), else the
@@ -34,6 +36,9 @@ from emulator.scenario.jobs_spec import JobSpec
 from emulator.scenario.parse import Context, Raw, _size, duration
 from emulator.scenario.parse_collectives import _ordered_gpus
 from emulator.scenario.spec import BEST_EFFORT_PRIORITY, PrioritySpec
+from emulator.scenario.storage_traffic import storage_nic
+from emulator.scenario.units import SIZE_HINT
+from emulator.topology import Topology
 
 DEFAULT_EFFICIENCY = 0.5
 DEFAULT_HBM_TB_PER_S = 3.35  # H100 SXM's HBM3
@@ -124,17 +129,63 @@ def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
                                 _length(ctx, item["prompt"], [*path, "prompt"]),
                                 _length(ctx, item["output"], [*path, "output"]),
                                 f"{seed}:{item['id']}")
-    serving = ServingJob(model, Gpu(item["peak_tflops"] * 1e12,
-                                    item.get("efficiency", DEFAULT_EFFICIENCY)),
-                         item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
-                         len(prefill), len(decode), requests, item.get("max_batch", 1))
+    hbm_kv = _size(ctx, item["hbm_kv"], [*path, "hbm_kv"], positive=True,
+                   hint=f"{SIZE_HINT}; hbm_kv is the HBM a decode GPU has for KV caches"
+                   ) if "hbm_kv" in item else None
     gpus = tuple(prefill + decode)
     places = ()
     if item.get("stripe_rails", False):
         by_name = {g.name: g for g in ctx.topology.gpus}
         places = tuple((by_name[g].server, by_name[g].index) for g in gpus)
+    storage = _storage_nics(ctx.topology, prefill)
+    handoff_bps, storage_bps, latency_s = _estimates(ctx.topology, prefill, decode, places,
+                                                     storage)
+    try:
+        serving = ServingJob(model, Gpu(item["peak_tflops"] * 1e12,
+                                        item.get("efficiency", DEFAULT_EFFICIENCY)),
+                             item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
+                             len(prefill), len(decode), requests, item.get("max_batch", 1),
+                             hbm_kv, handoff_bps, storage_bps, latency_s)
+        offloaded = sum(a.offloaded for a in serving.admissions)
+    except ValueError as exc:  # hbm_kv: too small for a request, or the weights fill it
+        key = str(exc).split()[0]
+        raise ctx.where.error([*path, key] if key in item or key == "hbm_kv" else path,
+                              str(exc)) from None
+    if offloaded and not storage:
+        raise ctx.where.error([*path, "hbm_kv"], (
+            f"{offloaded} of {len(requests)} KV caches do not fit hbm_kv {serving.hbm_kv} B "
+            f"beside their decode GPU's batch and must be offloaded, but topology "
+            f"{ctx.topology.name} has no storage nodes; give the topology a storage key "
+            f"(README \"Topologies\") or raise hbm_kv"))
     return JobSpec(**common, gpus=gpus, placement="as-listed", serving=serving,
-                   places=places)
+                   places=places, storage=storage if offloaded else ())
+
+
+def _storage_nics(topology: Topology, prefill: Sequence[str]) -> tuple[str, ...]:
+    """NICs of the storage nodes of the prefill GPUs' sites, taken in turn by
+    offloaded caches: every node's first NIC, then every node's second, ..."""
+    sites = {topology.host(topology.gpu(g).server).site or 0 for g in prefill}
+    nodes = [h for h in topology.others if h.role == "storage" and (h.site or 0) in sites]
+    width = max((len(h.nics) for h in nodes), default=0)
+    return tuple(h.nics[i] for i in range(width) for h in nodes if i < len(h.nics))
+
+
+def _estimates(topology: Topology, prefill: Sequence[str], decode: Sequence[str],
+               places: Sequence[tuple[str, int]], storage: Sequence[str]
+               ) -> tuple[float, float, float]:
+    """The rates of a hand-off and of an offload or fetch, and a latency (four
+    link delays), that the plan of admissions assumes (:mod:`~.jobs_kv`)."""
+    link = {l.gpu: l for l in topology.links if l.gpu and l.network != "scale-up"}
+    gpu = link[prefill[0]]
+    stripes = 1
+    if places:
+        servers = [place[0] for place in places]
+        stripes = min(servers.count(server) for server in servers)
+    ends = [link[storage_nic(topology, prefill[0])], link[storage_nic(topology, decode[0])]]
+    ends += [link[nic] for nic in storage[:1]]
+    storage_bps = min(end.rate_bps for end in ends)
+    latency_s = 4 * max(end.delay_ns for end in [gpu, *ends]) / 1e9
+    return gpu.rate_bps * stripes, storage_bps, latency_s
 
 
 def _chakra(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],

@@ -10,8 +10,13 @@ message of a flow arrived here):
 - **compute**: one compute entry of the node's duration (not before its
   ``release_s``, a request's arrival);
 - **transfer** (PP activations, a KV cache: a send to another GPU): a message
-  on the flow ``{job}/{kind}/r{a}-r{b}``, and at the receiver a zero-length compute entry
-  that waits for its arrival (what the receiver does next waits for that);
+  on the flow ``{job}/{kind}/r{a}-r{b}`` (not before its ``release_s``), and at
+  the receiver a zero-length compute entry that waits for its arrival (what
+  the receiver does next waits for that); a KV cache offloaded to storage or
+  fetched from it (kinds ``kv-offload``, ``kv-fetch``) goes between the GPU's
+  storage NIC (:func:`~.storage_traffic.storage_nic`: over the storage network
+  where the topology has one) and a storage node's NIC, the job's ranks after
+  its GPUs (:attr:`~.jobs_spec.JobSpec.storage`);
   to a GPU of the same server: one zero-length entry (the scale-up domain
   is taken as instantaneous, as for collectives) unless the topology has a
   scale-up tier (``scale_up`` key: on sim; live with domains of one server,
@@ -48,7 +53,10 @@ from emulator.scenario.apart import apart_groups
 from emulator.scenario.jobs_graph import Node, joins, predecessors
 from emulator.scenario.jobs_spec import JobSpec
 from emulator.scenario.spec import FlowSpec
+from emulator.scenario.storage_traffic import storage_nic
 from emulator.topology import Topology
+
+STORAGE_KINDS = ("kv-offload", "kv-fetch")  # a job's transfers to and from storage
 
 Dep = tuple[str, int]  # (flow id, messages of it arrived)
 Marker = tuple[str, str] | tuple[str, str, int]  # ("local", tag) | ("rx", flow, n)
@@ -85,10 +93,13 @@ class JobPlan:
 class _Planner:
     def __init__(self, spec: JobSpec, topology: Topology, target: str) -> None:
         self.spec = spec
-        gpus = {g.name: g for g in topology.gpus}
-        self.server = [gpus[name].server for name in spec.gpus]  # whose agent runs a rank
+        self.topology = topology
+        # whose agent runs a rank: the GPUs', then the storage nodes'
+        self.server = [topology.gpu(name).server for name in spec.gpus + spec.storage]
         apart = apart_groups(topology, target)
-        self.group = [apart[name] for name in spec.gpus]  # ranks of one group send nothing
+        # ranks of one group send nothing; a storage node is a group of its own
+        self.group = [apart[name] for name in spec.gpus] + [f"storage {name}"
+                                                            for name in spec.storage]
         self.works: list[Work] = []
         self.flows: dict[str, FlowSpec] = {}
         self.count: dict[str, int] = {}
@@ -110,13 +121,21 @@ class _Planner:
                                at_ns=self.spec.start_ns + round(release_s * 1e9)))
         return tag
 
+    def nic(self, rank: int, kind: str) -> str:
+        """The NIC rank's messages of ``kind`` leave from or arrive at."""
+        gpus = self.spec.gpus
+        if rank >= len(gpus):
+            return self.spec.storage[rank - len(gpus)]
+        return storage_nic(self.topology, gpus[rank]) if kind in STORAGE_KINDS else gpus[rank]
+
     def send(self, node: str, tag: str, kind: str, a: int, b: int, size: int,
-             markers: list[Marker]) -> Marker:
+             markers: list[Marker], release_s: float = 0.0) -> Marker:
         """A message from rank a to rank b; what b waits for to have it."""
         flow = f"{self.spec.id}/{kind}/r{a}-r{b}"
         if flow not in self.flows:
             s = self.spec
-            self.flows[flow] = FlowSpec(id=flow, src=s.gpus[a], dst=s.gpus[b], size_bytes=0,
+            self.flows[flow] = FlowSpec(id=flow, src=self.nic(a, kind), dst=self.nic(b, kind),
+                                        size_bytes=0,
                                         start_ns=s.start_ns, priority=s.priority, dscp=s.dscp,
                                         qps=s.qps, generator=s.id)
             self.count[flow] = 0
@@ -125,8 +144,9 @@ class _Planner:
         self.count[flow] += 1
         self.bytes[flow] += size
         local, rx = _split(markers)
-        self.works.append(Work(tag, self.server[a], "write", flow, size,
-                               after=local, after_rx=rx, at_ns=self.spec.start_ns))
+        self.works.append(Work(tag, self.server[a], "write", flow, size, after=local,
+                               after_rx=rx,
+                               at_ns=self.spec.start_ns + round(release_s * 1e9)))
         self.node_flows.setdefault(node, []).append(flow)
         return ("rx", flow, self.count[flow])
 
@@ -210,7 +230,8 @@ def plan_job(spec: JobSpec, topology: Topology, target: str = "builtin") -> JobP
             received[nid] = done[nid]
             p.spans[nid] = (("ready", done[nid]), ("ready", done[nid]))
         else:
-            arrived = p.send(nid, p.tag(nid), n.kind, n.rank, n.peer, n.size_bytes, markers(n))
+            arrived = p.send(nid, p.tag(nid), n.kind, n.rank, n.peer, n.size_bytes, markers(n),
+                             n.release_s)
             done[nid] = p.tag(nid)
             received[nid] = p.zero(p.tag(nid) + "/rx", n.peer, [arrived])
             p.spans[nid] = (("posted", done[nid]), ("ready", received[nid]))

@@ -27,19 +27,36 @@ a slot of the batch is free, and leaves after its last token). Per request:
   Slots are taken in turn: the k-th request of a decode GPU has slot k mod
   max_batch and waits for that slot's previous request.
 
+HBM for KV caches (``hbm_kv`` bytes a decode GPU) is reserved per request
+on admission, prompt + output tokens (:mod:`.jobs_kv`); a request whose
+reservation does not fit when its prefill ends has its cache offloaded to
+storage and fetched back once room frees:
+
+- **offload** (kind ``kv-offload``): the prompt's KV cache from the prefill
+  GPU to a storage node (its storage NIC; storage nodes taken in turn),
+  after the prefill;
+- **fetch** (kind ``kv-fetch``): a read: a request of one byte from the
+  decode GPU to that storage node, not before the prefill has ended, once
+  the requests the plan counted on to make room have ended (and after the
+  GPU's earlier fetches: FCFS), then the cache from storage to the decode
+  GPU, once both the request and the offloaded cache are there; the first
+  token waits for it instead of a hand-off.
+
 TTFT = end of the first token - arrival; TPOT = (end of the last - end of
-the first) / (output - 1). Left out: KV offload to storage when HBM is
-full, tensor parallelism, chunked prefill, a step that shrinks with the
-batch.
+the first) / (output - 1). Left out: evicting running requests (vLLM's
+preemption by recompute or swap), tensor parallelism, chunked prefill, a
+step that shrinks with the batch, prefix caching.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 from emulator.scenario.jobs_graph import Node
+from emulator.scenario.jobs_kv import Admission, default_hbm_kv, plan_admissions
 from emulator.scenario.jobs_model import Gpu, ModelShape
 
 
@@ -52,7 +69,12 @@ class Request:
 
 @dataclass(frozen=True)
 class ServingJob:
-    """Model, GPU and the requests; ``prefill`` and ``decode`` GPUs count."""
+    """Model, GPU and the requests; ``prefill`` and ``decode`` GPUs count.
+
+    ``hbm_kv_bytes``: HBM for KV caches per decode GPU (None: 90 % of 80 GB
+    less the weights, :func:`~.jobs_kv.default_hbm_kv`). ``handoff_bps``,
+    ``storage_bps`` and ``net_latency_s``: the rates and latency the plan of
+    admissions (:mod:`.jobs_kv`) assumes for a hand-off, an offload or fetch."""
 
     model: ModelShape
     gpu: Gpu
@@ -61,6 +83,10 @@ class ServingJob:
     decode: int
     requests: tuple[Request, ...]
     max_batch: int = 1
+    hbm_kv_bytes: int | None = None
+    handoff_bps: float = 100e9
+    storage_bps: float = 100e9
+    net_latency_s: float = 5e-6
 
     def __post_init__(self) -> None:
         if self.hbm_bytes_per_s <= 0:
@@ -70,6 +96,34 @@ class ServingJob:
         for r in self.requests:
             if r.prompt < 1 or r.output < 1:
                 raise ValueError("prompt and output must be at least 1 token")
+        if self.hbm_kv_bytes is not None and self.hbm_kv_bytes < 1:
+            raise ValueError(f"hbm_kv must be a size > 0, not {self.hbm_kv_bytes} B")
+        if self.hbm_kv <= 0:
+            raise ValueError(
+                f"hbm_kv defaults to 90 % of an 80 GB GPU less the weights, and the model's "
+                f"{self.weight_bytes / 1e9:.1f} GB of weights leave nothing (no TP in "
+                f"serving); give hbm_kv, the HBM a decode GPU has for KV caches (e.g. 40GB)")
+        if min(self.handoff_bps, self.storage_bps) <= 0 or self.net_latency_s < 0:
+            raise ValueError("handoff_bps and storage_bps must be positive, net_latency_s "
+                             "at least 0")
+
+    @property
+    def weight_bytes(self) -> int:
+        """The weights a decode GPU holds: the whole model (no TP in serving)."""
+        return self.model.params * self.model.bytes_per_element
+
+    @property
+    def hbm_kv(self) -> int:
+        """Bytes of HBM for KV caches per decode GPU."""
+        if self.hbm_kv_bytes is not None:
+            return self.hbm_kv_bytes
+        return default_hbm_kv(self.weight_bytes)
+
+    @cached_property
+    def admissions(self) -> tuple[Admission, ...]:
+        """Every request's plan on its decode GPU (:func:`~.jobs_kv.plan_admissions`),
+        made once; ValueError when a request's reservation exceeds ``hbm_kv``."""
+        return plan_admissions(self)
 
     def kv_bytes(self, tokens: int) -> int:
         m = self.model
@@ -110,33 +164,60 @@ def poisson_requests(count: int, mean_gap_s: float, prompt: tuple[int, int],
     return tuple(out)
 
 
-def serve_graph(job: ServingJob, places: Sequence[tuple[str, int]] = ()) -> list[Node]:
-    """Ranks 0..P-1 prefill, P..P+D-1 decode; ids ``i0/r{r}/{prefill,kv,first,rest}``.
+def serve_graph(job: ServingJob, places: Sequence[tuple[str, int]] = (),
+                storage: int = 0) -> list[Node]:
+    """Ranks 0..P-1 prefill, P..P+D-1 decode, then ``storage`` storage endpoints;
+    ids ``i0/r{r}/{prefill,kv,first,rest}``, an offloaded request's
+    ``offload``, ``fetch-req`` and ``fetch`` instead of ``kv`` (module docstring).
 
     With ``places`` ((server, GPU index) of each rank), the KV cache is striped over
     rails: in equal parts ``kv{i}`` from the prefill server's GPU i to the decode
     server's GPU i (over NVLink to and from them: free), for every index i both
-    servers have in their pools, as a transfer engine spreads it over the NICs."""
+    servers have in their pools, as a transfer engine spreads it over the NICs.
+    ValueError when a cache must be offloaded and there is no storage endpoint."""
     nodes: list[Node] = []
     p_count = job.prefill
     rank_at = {place: rank for rank, place in enumerate(places)}
+    plan = job.admissions
+    offloads = 0
     for r, req in enumerate(job.requests):
         p, d = r % p_count, p_count + r % job.decode
         pre = f"i0/r{r}/"
         nodes.append(Node(pre + "prefill", "compute", f"g{p}", (), job.prefill_s(req.prompt),
                           rank=p, release_s=req.arrival_s))
         size = job.kv_bytes(req.prompt)
-        pairs = [(p, d)]
-        if places:
-            (ps, _), (ds, _) = places[p], places[d]
-            pairs = [(a, rank_at[(ds, i)]) for (server, i), a in rank_at.items()
-                     if server == ps and a < p_count and (ds, i) in rank_at
-                     and rank_at[(ds, i)] >= p_count] or pairs
         kv = []
-        for k, (a, b) in enumerate(pairs):
-            kv.append(pre + ("kv" if len(pairs) == 1 else f"kv{k}"))
-            nodes.append(Node(kv[-1], "kv", f"kv{a}>{b}", (pre + "prefill",), 0.0,
-                              size // len(pairs) + (k < size % len(pairs)), 2, a, b))
+        if plan[r].offloaded:
+            if not storage:
+                raise ValueError(
+                    f"request {r}'s KV cache ({size} B) must be offloaded (its reservation "
+                    f"does not fit hbm_kv {job.hbm_kv} B beside the running batch) and the "
+                    f"topology has no storage nodes; give the topology a storage key or "
+                    f"raise hbm_kv")
+            s = p_count + job.decode + offloads % storage
+            offloads += 1
+            nodes.append(Node(pre + "offload", "kv-offload", f"off{p}>{s}", (pre + "prefill",),
+                              0.0, size, 2, p, s))
+            # the decode GPU reads it back: its request, once the room is free (FCFS)
+            # and not before the prefill ends (when it learns of the request; the
+            # prefill's end is compute alone, the same in the plan and the run)
+            waits = tuple(f"i0/r{w}/rest" for w in plan[r].waits_for)
+            nodes.append(Node(pre + "fetch-req", "kv-fetch", f"fetch-req{d}", waits, 0.0, 1,
+                              2, d, s, release_s=plan[r].ready_s))
+            kv.append(pre + "fetch")
+            nodes.append(Node(kv[-1], "kv-fetch", f"fetch{s}>{d}",
+                              (pre + "offload", pre + "fetch-req"), 0.0, size, 2, s, d))
+        else:
+            pairs = [(p, d)]
+            if places:
+                (ps, _), (ds, _) = places[p], places[d]
+                pairs = [(a, rank_at[(ds, i)]) for (server, i), a in rank_at.items()
+                         if server == ps and a < p_count and (ds, i) in rank_at
+                         and rank_at[(ds, i)] >= p_count] or pairs
+            for k, (a, b) in enumerate(pairs):
+                kv.append(pre + ("kv" if len(pairs) == 1 else f"kv{k}"))
+                nodes.append(Node(kv[-1], "kv", f"kv{a}>{b}", (pre + "prefill",), 0.0,
+                                  size // len(pairs) + (k < size % len(pairs)), 2, a, b))
         batch = job.batch_on(d - p_count)
         step = job.step_s(req.prompt, batch)
         # the decode GPU's slot: one stream per slot of its batch

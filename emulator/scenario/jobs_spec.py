@@ -5,7 +5,8 @@ flows and agent work by :mod:`.jobs_plan`).
 Kinds: ``training`` (a :class:`~.jobs_graph.TrainingJob`, expanded by
 :func:`~.jobs_graph.world_step`), ``inference`` (a
 :class:`~.jobs_serve.ServingJob`: prefill GPUs first, then decode GPUs, by
-:func:`~.jobs_serve.serve_graph`; one "iteration") and ``chakra`` (Chakra ET traces, one per
+:func:`~.jobs_serve.serve_graph`; one "iteration"; the storage nodes that
+take offloaded KV caches are ranks after the GPUs) and ``chakra`` (Chakra ET traces, one per
 rank, made a graph by :func:`~.chakra.trace_graph`; ``iterations`` repeats
 the traced step, each repeat's first nodes waiting for the whole step before).
 """
@@ -38,6 +39,8 @@ class JobSpec:
     qps: int = 1
     # inference striped over rails: (server, GPU index) of each rank
     places: tuple[tuple[str, int], ...] = ()
+    # inference: storage-node NICs that take offloaded KV caches, ranks len(gpus)...
+    storage: tuple[str, ...] = ()
     # a live run slowed time_scale times runs the GPUs' compute that much slower too
     compute_scale: float = 1.0
 
@@ -45,7 +48,8 @@ class JobSpec:
         """The graph of every rank over all iterations (ids prefixed ``i{k}/``)."""
         if self.training is not None or self.serving is not None:
             nodes = world_step(self.training, self.iterations) if self.training is not None \
-                else serve_graph(self.serving, self.places)  # type: ignore[arg-type]
+                else serve_graph(self.serving, self.places,  # type: ignore[arg-type]
+                                 len(self.storage))
             if self.compute_scale == 1:
                 return nodes
             return [replace(n, duration_s=n.duration_s * self.compute_scale,
@@ -82,7 +86,8 @@ class JobSpec:
             data["inference"] = {
                 "model": vars(v.model).copy(), "gpu": vars(v.gpu).copy(),
                 "hbm_bytes_per_s": v.hbm_bytes_per_s, "prefill": v.prefill, "decode": v.decode,
-                "requests": [vars(r).copy() for r in v.requests], "max_batch": v.max_batch}
+                "requests": [vars(r).copy() for r in v.requests], "max_batch": v.max_batch,
+                "hbm_kv_bytes": v.hbm_kv, "storage": list(self.storage)}
         else:
             data["traces"] = list(self.traces)
         return data

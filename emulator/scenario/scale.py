@@ -101,7 +101,10 @@ DC_NESTED: dict[str, tuple[str, ...]] = {
     "jobs": ("iteration_mean_s", "iteration_p99_s", "compute_mean_s", "exposed_mean_s",
              "time_s", "algbw_bps", "busbw_bps", "mean_s", "max_s",
              "ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s",
-             "tpot_mean_s", "kv_handoff_p50_s", "kv_handoff_p99_s", "kv_handoff_mean_s"),
+             "tpot_mean_s", "kv_handoff_p50_s", "kv_handoff_p99_s", "kv_handoff_mean_s",
+             # serving.kv_offload
+             "offload_p50_s", "offload_p99_s", "offload_mean_s", "fetch_p50_s", "fetch_p99_s",
+             "fetch_mean_s", "hbm_wait_p50_s", "hbm_wait_p99_s", "hbm_wait_mean_s"),
 }
 
 T = TypeVar("T")

@@ -311,6 +311,9 @@ JOB_SCHEMAS: dict[str, dict[str, Any]] = {
         "hbm_tb_per_s": _NUMBER,
         "stripe_rails": _BOOL,
         "max_batch": _int(1, 4096, "a whole number of requests a decode GPU batches, 1 to 4096"),
+        "hbm_kv": {"type": ["string", "integer"],
+                   "description": "a size, the HBM a decode GPU has for KV caches (e.g. "
+                                  "40GB)"},
     }, required=("kind", "id", "model", "prefill", "decode", "requests", "prompt", "output",
                  "peak_tflops")),
     "chakra": _obj("a chakra job", {

@@ -48,7 +48,8 @@ def test_one_f_one_b_without_communication_is_the_pipeline_formula():
     # stages are equal except the last's output layer, which lies on every micro-batch's path
     expected = (m + p - 1) * 3 * per * j.layer_fwd_s() + m * 3 * j.output_fwd_s()
     assert result.iteration_s == pytest.approx(expected, rel=1e-9)
-    assert result.exposed_s == {"tp": 0.0, "pp": 0.0, "dp": 0.0, "ep": 0.0, "kv": 0.0}
+    assert result.exposed_s == dict.fromkeys(("tp", "pp", "dp", "ep", "kv", "kv-offload",
+                                             "kv-fetch"), 0.0)
 
 
 def test_pp_sends_on_the_critical_path_add_their_time():

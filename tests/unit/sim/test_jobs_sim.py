@@ -1,5 +1,7 @@
-"""Training jobs on the virtual clock: the step the agents run against the
-step graph's arithmetic, DP overlap and its knee, placement, Chakra traces.
+"""Jobs on the virtual clock: the training step the agents run against the
+step graph's arithmetic, DP overlap and its knee, placement, Chakra traces;
+serving: the KV hand-off on a congested spine, striping, batching, and KV
+caches offloaded to storage when the decode GPUs' HBM is full.
 
 Fabric: 4 servers x 2 GPUs, one leaf per rail, one spine, 1 us links; MTU
 1024 (frames of 1082 B). A tiny model (4 layers, hidden 256) at 10 TFLOP/s
@@ -8,11 +10,13 @@ x 0.5 keeps each run to a few thousand frames (2-6 s [wall] each here)."""
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from emulator.run.sim import run_sim
+from emulator.scenario import load_scenario
 from emulator.scenario.chakra import (
     ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, TraceNode,
     write_trace,
@@ -25,10 +29,12 @@ MTU, DELAY_S = 1024, 1e-6
 MODEL = {"layers": 4, "hidden": 256, "heads": 4, "kv_heads": 4, "ffn": 1024, "vocab": 1000}
 
 
-def topology(rate: str = "10Gbps") -> dict:
+def topology(rate: str = "10Gbps", storage: dict | None = None) -> dict:
+    """With ``storage``, the topology's storage key (storage nodes, a storage fabric)."""
     return {"name": "r4", "kind": "rail-optimized", "servers": 4, "gpus_per_server": 2,
             "servers_per_leaf": 4, "spines": 1, "host_link": {"rate": rate, "delay": "1us"},
-            "fabric_link": {"rate": rate, "delay": "1us"}}
+            "fabric_link": {"rate": rate, "delay": "1us"},
+            **({"storage": storage} if storage else {})}
 
 
 def training(**kw) -> dict:
@@ -37,22 +43,23 @@ def training(**kw) -> dict:
 
 
 def load(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = ".",
-         flows: tuple = ()):
+         flows: tuple = (), storage: dict | None = None):
     return scenario_from_dict({"name": "t", "target": "sim", "duration": duration,
-                               "topology": topology(rate),
+                               "topology": topology(rate, storage),
                                "workload": {"jobs": [job], "flows": list(flows)}},
                               "<t>", base, "sim")
 
 
 def run(job: dict, rate: str = "10Gbps", duration: str = "20ms", base: str = ".",
-        flows: tuple = ()):
-    scenario = load(job, rate, duration, base, flows)
+        flows: tuple = (), storage: dict | None = None, whole: bool = False):
+    """The scenario and its job's results (``whole``: all of results.json)."""
+    scenario = load(job, rate, duration, base, flows, storage)
     with tempfile.TemporaryDirectory() as out:
         results = run_sim(scenario, out, progress=False)
         assert (Path(out) / "job-j.png").stat().st_size > 10_000
     (block,) = results["jobs"]
     assert block["completed"], block
-    return scenario, block
+    return scenario, results if whole else block
 
 
 def same_rail(rate_bps: float) -> FabricCost:
@@ -278,7 +285,6 @@ def test_striping_the_kv_cache_over_the_rails_divides_its_time():
     half = FabricCost.frames(10e9, MTU, DELAY_S, links=2)
     assert one["serving"]["kv_handoff_p50_s"] == pytest.approx(half(kv), rel=0.02)
     # both halves at once, each on its own rail: half the time (and the latency)
-    from dataclasses import replace
     assert two["serving"]["kv_handoff_p50_s"] == pytest.approx(
         half(replace(kv, size_bytes=kv.size_bytes // 2)), rel=0.02)
     assert {f.split("/")[-1] for f in two["gpus"]} == {"gpu0", "gpu1"}
@@ -308,3 +314,77 @@ def test_continuous_batching_lets_requests_decode_together():
     # the KV hand-offs are the same; their share of a shorter TTFT is larger
     assert b["kv_handoff_mean_s"] == pytest.approx(a["kv_handoff_mean_s"], rel=0.02)
     assert b["kv_share_of_ttft"] > a["kv_share_of_ttft"]
+
+
+def test_kv_offload_to_storage_when_hbm_is_full_against_ample_hbm():
+    """4 requests at once, batch 4, decode steps of 1.7 ms (HBM at 10 GB/s): with
+    ample HBM all 4 caches are handed off and decode together; with room for 2
+    reservations (2 x 1032 tokens x 2 KiB) the last 2 go to storage over the storage
+    fabric (10 Gb/s, the servers' storage NICs) and come back once the first 2 end."""
+    storage = {"nodes": 2, "link": {"rate": "10Gbps", "delay": "1us"}}
+    pools = {"prefill": ["srv0/gpu0"], "decode": ["srv2/gpu1"], "requests": 4,
+             "interval": "1us", "hbm_tb_per_s": 0.01, "max_batch": 4}
+    reservation = 2 * 4 * 2 * 64 * 2 * (1024 + 8)
+    scenario, ample = run(serving(**pools), duration="100ms", storage=storage, whole=True)
+    _, tight = run(serving(**pools, hbm_kv=2 * reservation), duration="100ms",
+                   storage=storage, whole=True)
+    job = scenario.jobs[0].serving
+    a, b = ample["jobs"][0]["serving"], tight["jobs"][0]["serving"]
+    assert a["completed"] == b["completed"] == 4
+    assert a["kv_offload"]["offloaded"] == 0 and ample["networks"]["storage"]["bytes"] == 0
+    off = b["kv_offload"]
+    assert off["offloaded"] == off["fetched"] == 2
+    # the bytes offloaded: 2 prompts' KV caches, 2 x 4 layers x 2 KV heads x 64 x 2 B
+    # x 1024 tokens each; each crossed the storage fabric twice (there and back)
+    assert off["offloaded_bytes"] == 2 * job.kv_bytes(1024) == 2 * 2 * 4 * 2 * 64 * 2 * 1024
+    assert tight["networks"]["storage"]["bytes"] > 2 * 2 * off["offloaded_bytes"]
+    assert tight["totals"]["drops"] == 0
+    # an offload and a fetch (after a 1-byte read request) each take the frame arithmetic
+    # of GPU storage NIC - storage leaf - storage node at 10 Gb/s
+    path = FabricCost.frames(10e9, MTU, DELAY_S, links=2)
+    kv = next(n for n in scenario.jobs[0].world() if n.kind == "kv")
+    read = replace(kv, size_bytes=1)
+    assert off["offload_p50_s"] == pytest.approx(path(kv), rel=0.02)
+    assert off["fetch_p50_s"] == pytest.approx(path(kv) + path(read), rel=0.02)
+    # the last 2 wait for the first 2 to end (8 steps), then for the fetch: TTFT p99
+    # rises by more than that wait and the fetch; decode steps are those of batch 4
+    step = job.step_s(1024, 4)
+    assert off["hbm_wait_p50_s"] > 6 * step
+    assert b["ttft_p99_s"] > a["ttft_p99_s"] + off["hbm_wait_p50_s"] - a["kv_handoff_p50_s"]
+    assert b["ttft_p99_s"] > a["ttft_p99_s"] + off["fetch_p50_s"]
+    assert 0 < off["fetch_share_of_ttft"] < 1
+    assert b["tpot_mean_s"] == pytest.approx(a["tpot_mean_s"], rel=1e-6)
+    print(f"\n[sim] TTFT p99 {a['ttft_p99_s'] * 1e3:.2f} -> {b['ttft_p99_s'] * 1e3:.2f} ms "
+          f"with 2 of 4 caches offloaded ({off['offloaded_bytes']} B); offload "
+          f"{off['offload_p50_s'] * 1e3:.3f} ms, fetch {off['fetch_p50_s'] * 1e3:.3f} ms, "
+          f"hand-off {a['kv_handoff_p50_s'] * 1e3:.3f} ms, wait for room "
+          f"{off['hbm_wait_p50_s'] * 1e3:.2f} ms; TPOT {a['tpot_mean_s'] * 1e3:.3f} -> "
+          f"{b['tpot_mean_s'] * 1e3:.3f} ms")
+
+
+def test_the_shipped_kv_offload_scenario_fetches_at_the_storage_fabric_s_rate(tmp_path):
+    """scenarios/kv-offload.yaml: the 2 last requests of each decode GPU are offloaded
+    (4 of 8); a hand-off of 8 MiB takes the frame arithmetic of GPU - rail leaf - GPU at
+    100 Gb/s, a fetch that of storage NIC - storage leaf - node at 50 Gb/s (twice it),
+    after its 1-byte read request."""
+    scenario = load_scenario(Path(__file__).resolve().parents[3] / "scenarios"
+                             / "kv-offload.yaml")
+    results = run_sim(scenario, tmp_path, progress=False)
+    assert all(c["passed"] for c in results["checks"]), results["checks"]
+    job = scenario.jobs[0].serving
+    assert [a.request for a in job.admissions if a.offloaded] == [4, 5, 6, 7]
+    serving = results["jobs"][0]["serving"]
+    off = serving["kv_offload"]
+    kv = next(n for n in scenario.jobs[0].world() if n.kind == "kv")
+    assert kv.size_bytes == 8 * 2**20 and off["offloaded_bytes"] == 4 * kv.size_bytes
+    rail = FabricCost.frames(100e9, 4096, 1e-6, links=2)
+    storage = FabricCost.frames(50e9, 4096, 1e-6, links=2)
+    assert serving["kv_handoff_p99_s"] == pytest.approx(rail(kv), rel=0.01)
+    assert off["offload_p99_s"] == pytest.approx(storage(kv), rel=0.01)
+    assert off["fetch_p50_s"] == pytest.approx(storage(kv) + storage(replace(kv, size_bytes=1)),
+                                               rel=0.01)
+    assert off["fetch_p50_s"] == pytest.approx(2 * serving["kv_handoff_p50_s"], rel=0.02)
+    # an offloaded request's first token: its wait for room, the fetch, one step
+    assert serving["ttft_p99_s"] == pytest.approx(
+        job.admissions[7].ready_s + off["hbm_wait_p99_s"] + off["fetch_p99_s"]
+        + job.step_s(1024, 2), rel=0.01)
