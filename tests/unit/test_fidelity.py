@@ -208,6 +208,17 @@ def test_each_broken_condition_is_a_reason():
     assert "time_scale: 40" in fix_line(f, 4)
 
 
+def test_one_hiccup_of_lag_is_tolerated_and_more_is_a_reason():
+    """Up to 0.5 % of the run given up is faithful (one 8 ms hiccup of a
+    2-core machine in a 1.8 s run); more is a reason."""
+    ok = judge({}, {"h1": _agent([10] * 300, given_up=0.0078)}, None, start_unix=0.0,
+               end_unix=1.8)
+    assert ok["faithful"] is True and ok["lag_given_up_s"] == 0.0078
+    bad = judge({}, {"h1": _agent([10] * 300, given_up=0.0095)}, None, start_unix=0.0,
+                end_unix=1.8)
+    assert bad["faithful"] is False and "lag given up: 0.0095 s" in " ".join(bad["reasons"])
+
+
 def test_few_frames_are_not_judged_and_bmv2_is_judged_on_agents():
     f = judge({"s1": _switch([9000] * 5)}, {}, None, start_unix=0, end_unix=1)
     assert f["faithful"] is True and f["limit_us"] is None
