@@ -249,6 +249,23 @@ def scale_up_words(topology: Topology, group: Group) -> str | None:
     return f"{len(domains)} domain{'s' if len(domains) != 1 else ''} · {gpus} GPUs"
 
 
+def member_words(topology: Topology, group: Group) -> str:
+    """What a block holds, under its name: '4 servers · 32 GPUs', '2 hosts ·
+    4 NICs' (storage nodes, clients), '4 domains · 32 GPUs' (scale-up
+    switches) or '8 switches'."""
+    words = scale_up_words(topology, group)
+    if words is not None:
+        return words
+    if group.key.row == 0:
+        role = topology.host(group.members[0]).role
+        if role != "gpu":
+            nics = sum(len(topology.host(m).nics) for m in group.members)
+            return f"{len(group.members)} hosts · {nics} NICs"
+        gpus = len(group.members) * topology.spec.gpus_per_server
+        return f"{len(group.members)} servers · {gpus} GPUs"
+    return f"{len(group.members)} switch{'es' if len(group.members) != 1 else ''}"
+
+
 def node_count(topology: Topology) -> int:
     return len(topology.hosts) + len(topology.switches)
 

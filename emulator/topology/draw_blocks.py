@@ -30,7 +30,7 @@ from matplotlib.patches import FancyBboxPatch, Patch, PathPatch
 from matplotlib.path import Path
 
 from emulator.topology.aggregate import (
-    Aggregation, Bundle, Group, GroupKey, aggregate, scale_up_words,
+    Aggregation, Bundle, Group, GroupKey, aggregate, member_words,
 )
 from emulator.topology.draw_style import (
     utilisation_bar,
@@ -110,20 +110,6 @@ def bundle_value(bundle: Bundle, values: LinkValues) -> float:
     return min(max((float(values.values.get(k, 0.0)) for k in bundle.links), default=0.0), 1.0)
 
 
-def _member_words(topology: Topology, group: Group) -> str:
-    words = scale_up_words(topology, group)
-    if words is not None:
-        return words
-    if group.key.row == 0:
-        role = topology.host(group.members[0]).role
-        if role != "gpu":
-            nics = sum(len(topology.host(m).nics) for m in group.members)
-            return f"{len(group.members)} hosts · {nics} NICs"
-        gpus = len(group.members) * topology.spec.gpus_per_server
-        return f"{len(group.members)} servers · {gpus} GPUs"
-    return f"{len(group.members)} switch{'es' if len(group.members) != 1 else ''}"
-
-
 def _block_colours(topology: Topology, group: Group,
                    colours: list[tuple[float, float, float, float]]) -> tuple:
     if group.key.row == 0:
@@ -197,7 +183,7 @@ def draw_blocks(topology: Topology, path: str | PathLike[str],
             linewidth=1.0, zorder=3))
         axes.text(box.x, box.y + 0.1, group.label, ha="center", va="center", fontsize=7.5,
                   color=text_colour, zorder=5)
-        axes.text(box.x, box.y - 0.12, _member_words(topology, group), ha="center",
+        axes.text(box.x, box.y - 0.12, member_words(topology, group), ha="center",
                   va="center", fontsize=6, color=text_colour, zorder=5)
     for name, y in zip(agg.row_names, row_y):
         axes.text(-0.12, y, name, ha="right", va="center", fontsize=8, color=MUTED_COLOUR,

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.topology.aggregate import aggregate, aggregated, scale_up_words
+from emulator.topology.aggregate import aggregate, aggregated, member_words
 from emulator.topology.layout import layout_topology
 from emulator.topology.model import Topology
 
@@ -179,10 +179,7 @@ def _blocks(pic: Picture, topology: Topology) -> Picture:
         box = boxes[group.key]
         servers = group.key.row == 0
         first = None if servers else topology.switch(group.members[0])
-        count = (f"{len(group.members)} servers · "
-                 f"{len(group.members) * topology.spec.gpus_per_server} GPUs"
-                 if servers else scale_up_words(topology, group)
-                 or f"{len(group.members)} switches")
+        count = member_words(topology, group)
         under = agg.server_block(group)  # a scale-up block: the servers it sits under
         nodes.append({"data": {"id": block_id[group.key], "label": f"{group.label}\n{count}",
                                "kind": "block", "row": group.key.row, "rail": group.key.rail,

@@ -127,6 +127,27 @@ def test_scale_up_blocks_stay_under_their_servers_beside_storage_and_clients() -
         assert block["position"]["x"] == home["position"]["x"]
 
 
+def test_storage_and_client_blocks_count_hosts_and_nics_as_topo_draw_does() -> None:
+    """A block of storage nodes or clients holds hosts with NICs, not servers
+    of GPUs: the page says what topo draw's blocks say."""
+    from emulator.topology.aggregate import member_words
+    topology = load_topology(ROOT / "topologies" / "ai-cluster.yaml")
+    pic = build_picture(topology, "on")
+    agg = aggregate(topology)
+    words = {g.label: member_words(topology, g) for g in agg.groups}
+    labels = dict(n["data"]["label"].split("\n", 1) for n in pic.elements["nodes"])
+    assert labels == words
+    rows = [g for g in agg.groups if g.key.row == 0]
+    others = [g for g in rows if topology.host(g.members[0]).role != "gpu"]
+    assert {topology.host(g.members[0]).role for g in others} == {"storage", "client"}
+    assert all(" hosts · " in labels[g.label] and labels[g.label].endswith(" NICs")
+               for g in others)
+    storage = next(g for g in others if topology.host(g.members[0]).role == "storage")
+    nics = sum(len(topology.host(m).nics) for m in storage.members)
+    assert labels[storage.label] == f"{len(storage.members)} hosts · {nics} NICs"
+    assert any(text.endswith(" GPUs") and " servers · " in text for text in labels.values())
+
+
 def test_a_gpus_nic_edge_stays_its_backend_link_with_the_scale_up_tier() -> None:
     """Sim builds a scale-up link per GPU after its backend link: the page's
     edge for the GPU's NIC (its pauses, a replay's flow rates) stays the
