@@ -14,6 +14,13 @@ link's rate, so flows that share a link add up to at most its line rate.
 ACKs and CNPs add :data:`ACK_FRAMES_PER_DATA` frames per data frame, the
 other way.
 
+A flow between two GPUs of one scale-up domain (live: a domain is one
+server, its switch timed inside the server's agent) runs at the slower of
+their scale-up rates and loads no fabric switch: its frames are the
+agent's, which sends them, passes them through its scale-up switch and
+receives them (:data:`SCALE_UP_PASSES` frame operations each), capped per
+GPU by the scale-up rate in each direction.
+
 A switch's load is the frames it receives (each costs one pass through
 its pipeline); an agent's is the frames its NICs send and receive. The
 result keeps, for each process, the peak over time, and the peak of their
@@ -35,6 +42,9 @@ from emulator.topology import paths
 # ACK every 16 data packets at most (the agent's ack_req_every), CNPs and
 # pause frames besides: a tenth more frames than data, the other way.
 ACK_FRAMES_PER_DATA = 0.1
+# A frame inside a server's scale-up domain costs its agent three frame
+# operations: the sending NIC, the in-agent scale-up switch, the receiving NIC.
+SCALE_UP_PASSES = 3
 
 
 @dataclass
@@ -46,6 +56,7 @@ class _Flow:
     dst_nic: str
     # (switch, the node it receives from) -> share of the flow's rate
     ingress: dict[tuple[str, str], float]
+    scale_up: bool = False  # between GPUs of one domain, over its scale-up switch
 
 
 def _link_rates(scenario: Scenario) -> dict[tuple[str, str], float]:
@@ -70,9 +81,13 @@ def _flows(scenario: Scenario) -> list[_Flow]:
     host = _host_rate(scenario)
     stops = stopped_flows(scenario)
     end_of_run = scenario.duration_s
+    gpus = {gpu.name for gpu in topo.gpus}
     out = []
     for flow in expand_workload(scenario):
-        rate = min(host[flow.src], host[flow.dst], flow.rate_bps or math.inf)
+        domain = topo.domain_of(flow.src) if flow.src in gpus and flow.dst in gpus \
+            and topo.same_domain(flow.src, flow.dst) else None
+        line = domain.rate_bps if domain is not None else min(host[flow.src], host[flow.dst])
+        rate = min(line, flow.rate_bps or math.inf)
         start = flow.start_ns / 1e9
         if flow.size_bytes is None:
             end = stops.get(flow.id, scenario.duration_ns) / 1e9
@@ -83,14 +98,16 @@ def _flows(scenario: Scenario) -> list[_Flow]:
         end = min(end, end_of_run)
         if end <= start:
             continue
-        routes = paths(topo, flow.src, flow.dst) or [[]]
         ingress: dict[tuple[str, str], float] = defaultdict(float)
-        for route in routes:
-            previous = flow.src
-            for switch in route:
-                ingress[(switch, previous)] += 1.0 / len(routes)
-                previous = switch
-        out.append(_Flow(start, end, rate, flow.src, flow.dst, dict(ingress)))
+        if domain is None:
+            routes = paths(topo, flow.src, flow.dst) or [[]]
+            for route in routes:
+                previous = flow.src
+                for switch in route:
+                    ingress[(switch, previous)] += 1.0 / len(routes)
+                    previous = switch
+        out.append(_Flow(start, end, rate, flow.src, flow.dst, dict(ingress),
+                         scale_up=domain is not None))
     return out
 
 
@@ -101,6 +118,7 @@ def offered_load(scenario: Scenario) -> Load:
     link_rate = _link_rates(scenario)
     host = _host_rate(scenario)
     server_of = {gpu.name: gpu.server for gpu in topo.gpus + topo.nics}
+    su_rate = {gpu: d.rate_bps for d in topo.domains for gpu in d.gpus}
     flows = _flows(scenario)
     load = Load(frame_bytes=scenario.hosts.frame_bytes)
     times = sorted({f.start_s for f in flows} | {f.end_s for f in flows})
@@ -113,7 +131,13 @@ def offered_load(scenario: Scenario) -> Load:
         into: dict[tuple[str, str], float] = defaultdict(float)
         nic_tx: dict[str, float] = defaultdict(float)
         nic_rx: dict[str, float] = defaultdict(float)
+        su_tx: dict[str, float] = defaultdict(float)
+        su_rx: dict[str, float] = defaultdict(float)
         for f in active:
+            if f.scale_up:
+                su_tx[f.src_nic] += f.rate_bps
+                su_rx[f.dst_nic] += f.rate_bps
+                continue
             nic_tx[f.src_nic] += f.rate_bps
             nic_rx[f.dst_nic] += f.rate_bps
             for key, share in f.ingress.items():
@@ -126,6 +150,17 @@ def offered_load(scenario: Scenario) -> Load:
             agents[server_of[nic]] += min(bps, host[nic]) * factor
         for nic, bps in nic_rx.items():
             agents[server_of[nic]] += min(bps, host[nic]) * factor
+        # scale-up frames: sent, switched and received inside one agent; a
+        # server's are what its GPUs can send and receive (each GPU's scale-up
+        # rate caps it both ways), whichever is less
+        su_sent: dict[str, float] = defaultdict(float)
+        su_taken: dict[str, float] = defaultdict(float)
+        for gpu, bps in su_tx.items():
+            su_sent[server_of[gpu]] += min(bps, su_rate[gpu])
+        for gpu, bps in su_rx.items():
+            su_taken[server_of[gpu]] += min(bps, su_rate[gpu])
+        for server, bps in su_sent.items():
+            agents[server] += SCALE_UP_PASSES * min(bps, su_taken[server]) * factor
         for name, pps in switches.items():
             load.switch_pps[name] = max(load.switch_pps.get(name, 0.0), pps)
         for name, pps in agents.items():

@@ -13,7 +13,7 @@ import pytest
 from emulator.budget import calibrate
 from emulator.budget.choose import PROCESS_SHARE
 from emulator.budget.calibrate import Calibration
-from emulator.scenario.load import ACK_FRAMES_PER_DATA, offered_load
+from emulator.scenario.load import ACK_FRAMES_PER_DATA, SCALE_UP_PASSES, offered_load
 from emulator.scenario.loader import scenario_from_dict
 from emulator.scenario.scale import choose_time_scale
 
@@ -23,13 +23,13 @@ CAL = Calibration(switch_us=50.0, agent_us=25.0, io_us=6.0, io_method="fixed", k
 FRAME = 1024 + 58
 
 
-def scenario(flows, rate="100Mbps", **extra):
+def scenario(flows, rate="100Mbps", topology_extra=None, **extra):
     return scenario_from_dict({
         "name": "b", "duration": "3s",
         "topology": {"name": "t", "kind": "rail-optimized", "servers": 2, "gpus_per_server": 2,
                      "servers_per_leaf": 2, "spines": 1,
                      "host_link": {"rate": rate, "delay": "5us"},
-                     "fabric_link": {"rate": rate, "delay": "5us"}},
+                     "fabric_link": {"rate": rate, "delay": "5us"}, **(topology_extra or {})},
         "workload": {"flows": flows}, **extra}, "<b>")
 
 
@@ -67,6 +67,31 @@ def test_a_shared_link_caps_what_it_carries():
         {"id": "b", "src": "srv0/gpu0", "dst": "srv1/gpu1", "size": "1MB"}]))
     assert load.switch_pps["leaf-r0-0"] == pytest.approx(pps(100e6))
     assert load.agent_pps["srv0"] == pytest.approx(pps(100e6))
+
+
+def test_flows_inside_a_scale_up_domain_load_its_agent_not_the_fabric():
+    """Live, a server's scale-up switch is timed in its agent: a flow between
+    two of its GPUs runs at the scale-up rate, no fabric switch sees it, and
+    its agent sends, switches and receives every frame."""
+    su = {"scale_up": {"rate": "400Mbps", "hop_latency": "1us"}}
+    lone = offered_load(scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv0/gpu1",
+                                   "size": "1MB"}], topology_extra=su))
+    assert lone.switch_pps == {}
+    assert lone.agent_pps == {"srv0": pytest.approx(SCALE_UP_PASSES * pps(400e6))}
+    # two GPUs into one: its scale-up port takes one scale-up rate, not two
+    incast = offered_load(scenario([
+        {"id": "a", "src": "srv0/gpu0", "dst": "srv0/gpu1", "size": "1MB"},
+        {"id": "b", "src": "srv0/gpu1", "dst": "srv0/gpu0", "size": "1MB"},
+        {"id": "c", "src": "srv1/gpu0", "dst": "srv1/gpu1", "size": "1MB"},
+        {"id": "d", "src": "srv1/gpu0", "dst": "srv0/gpu1", "size": "1MB"}],
+        topology_extra=su))
+    # srv0: a and b both ways (2 x 400M) ; srv1: c (400M) and d's backend send (100M)
+    assert incast.agent_pps["srv0"] == pytest.approx(SCALE_UP_PASSES * pps(800e6) + pps(100e6))
+    assert incast.agent_pps["srv1"] == pytest.approx(SCALE_UP_PASSES * pps(400e6) + pps(100e6))
+    # a flow between servers still crosses the fabric at its NICs' rate
+    plain = offered_load(scenario([{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu1",
+                                    "size": "1MB"}], topology_extra=su))
+    assert set(plain.switch_pps) == {"leaf-r0-0", "spine0", "leaf-r1-0"}
 
 
 def test_the_budget_keeps_every_process_under_its_share():
