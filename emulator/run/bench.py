@@ -19,7 +19,8 @@ from emulator.scenario.loader import scenario_from_dict
 
 # nccl-tests' op names -> the scenario's collective kinds
 OPS: dict[str, str] = {"all_reduce": "all-reduce", "all_gather": "all-gather",
-                       "reduce_scatter": "reduce-scatter", "alltoall": "all-to-all"}
+                       "reduce_scatter": "reduce-scatter", "alltoall": "all-to-all",
+                       "sendrecv": "send-recv"}
 ELEMENT_BYTES = 4  # float, as nccl-tests' default -d float
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 

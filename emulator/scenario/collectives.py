@@ -22,6 +22,9 @@ Algorithms (n ranks, size S, c channels, k chunks; a step moves one block):
 - ``reduce-scatter``, ``all-gather``: the n−1 steps of either half.
 - ``all-to-all``: every rank sends S/n bytes to every other rank at once
   (k chunks), no dependencies.
+- ``send-recv`` (nccl-tests' sendrecv): every rank sends S bytes (S/c per
+  channel, k chunks) to the next rank of the ring and receives as much from
+  the previous one, all at once, no dependencies: one step.
 - ``pipeline``: stage i sends each of the m microbatches (S bytes) to
   stage i+1 once it has it from stage i−1, ``compute`` later (stage 0
   makes microbatch j at start + (j+1)·compute). Forward pass only.
@@ -56,7 +59,7 @@ the fabric send waits for it.
 
 Metrics (:mod:`emulator.measure.collective_metrics`) use the nccl-tests definitions:
 algbw = S / time, busbw = algbw × (2(n−1)/n for all-reduce, (n−1)/n for
-all-gather, reduce-scatter and all-to-all, 1 for pipeline).
+all-gather, reduce-scatter and all-to-all, 1 for send-recv and pipeline).
 """
 
 from __future__ import annotations
@@ -106,7 +109,7 @@ class CollectivePlan:
 
 BUSBW_FACTOR = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
                 "reduce-scatter": lambda n: (n - 1) / n, "all-to-all": lambda n: (n - 1) / n,
-                "pipeline": lambda n: 1.0}
+                "send-recv": lambda n: 1.0, "pipeline": lambda n: 1.0}
 
 
 class _Builder:
@@ -183,14 +186,20 @@ def plan_collective(spec: CollectiveSpec, topology: Topology, seed: int = 0) -> 
     b = _Builder(spec, topology)
     requests: tuple[int, ...] = ()
     if spec.rings:
-        pieces = len(spec.rings[0]) * spec.channels * spec.chunks
+        per_rank = spec.kind == "send-recv"  # each rank sends all of it: no share a rank
+        pieces = (1 if per_rank else len(spec.rings[0])) * spec.channels * spec.chunks
         if spec.size_bytes < pieces:
+            what = "channels x chunks" if per_rank else "ranks x channels x chunks"
             raise ValueError(f"collective {spec.id!r}: size {spec.size_bytes} B is smaller than "
-                             f"its {pieces} pieces (ranks x channels x chunks)")
+                             f"its {pieces} pieces ({what})")
     groups = 0
     if spec.kind == "all-reduce" and spec.algorithm == "hierarchical":
         ranks = len(spec.rings[0])
         steps, groups = _hierarchical(b, spec, topology)
+    elif spec.kind == "send-recv":
+        ranks = len(spec.rings[0])
+        steps = 1
+        _send_recv(b, spec)
     elif spec.kind in BUSBW_FACTOR and spec.kind not in ("all-to-all", "pipeline"):
         ranks = len(spec.rings[0])
         steps = _ring(b, spec)
@@ -313,6 +322,15 @@ def _all_to_all(b: _Builder, spec: CollectiveSpec) -> None:
             if i != j:
                 for size in stripes(block, spec.chunks):
                     b.send(f"{spec.id}/{i}-{j}", src, dst, size or 0, 0, ())
+
+
+def _send_recv(b: _Builder, spec: CollectiveSpec) -> None:
+    block = spec.size_bytes // spec.channels
+    for c, ring in enumerate(spec.rings):
+        n = len(ring)
+        for i, src in enumerate(ring):
+            for size in stripes(block, spec.chunks):
+                b.send(f"{spec.id}/c{c}/r{i}", src, ring[(i + 1) % n], size or 0, 0, ())
 
 
 def _pipeline(b: _Builder, spec: CollectiveSpec) -> None:

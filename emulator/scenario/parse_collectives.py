@@ -26,7 +26,7 @@ from emulator.scenario.names import is_pattern
 from emulator.scenario.parse import Context, Raw, _size, duration
 from emulator.scenario.spec import BEST_EFFORT_PRIORITY, CollectiveSpec, PrioritySpec
 
-RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter")
+RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "send-recv")
 
 
 def collectives(ctx: Context, raw: Sequence[Raw],

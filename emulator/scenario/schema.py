@@ -30,7 +30,7 @@ OPS: tuple[str, ...] = ("write", "send", "read")
 GENERATOR_KINDS: tuple[str, ...] = ("incast", "permutation", "all-to-all", "pairs",
                                      *STORAGE_KINDS)
 COLLECTIVE_KINDS: tuple[str, ...] = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                                      "pipeline", "kv-handoff")
+                                      "send-recv", "pipeline", "kv-handoff")
 PLACEMENTS: tuple[str, ...] = ("rail-aligned", "rail-unaware")
 ALGORITHMS: tuple[str, ...] = ("ring", "hierarchical")
 EVENT_KINDS: tuple[str, ...] = ("link_down", "link_up", "stop_flow", "pfc_storm_start",
@@ -233,7 +233,7 @@ _RING_KEYS: dict[str, Any] = {
 COLLECTIVE_SCHEMAS: dict[str, dict[str, Any]] = {
     **{kind: _obj(f"an {kind} collective" if kind[0] in "aeiou" else f"a {kind} collective",
                   {**_COLLECTIVE_COMMON, **_RING_KEYS}, required=("kind", "id", "size"))
-       for kind in ("all-gather", "reduce-scatter")},
+       for kind in ("all-gather", "reduce-scatter", "send-recv")},
     "all-reduce": _obj("an all-reduce collective", {
         **_COLLECTIVE_COMMON, **_RING_KEYS,
         "algorithm": {"enum": list(ALGORITHMS), "description": _one_of(ALGORITHMS)},

@@ -204,3 +204,32 @@ def test_a_striped_op_arrives_with_its_last_stripe():
         {"qpn": r0[0].qpn, "last_at": 2.0}]}}}
     # the second op has only one stripe in: not arrived yet
     assert arrivals(qps, stats, {"ar/c0/r0"}) == {"ar/c0/r0": [1.5]}
+
+
+# -- send-recv (nccl-tests' sendrecv) ------------------------------------------------------
+
+def test_send_recv_sends_the_whole_size_to_the_next_rank_per_channel_and_chunk():
+    s = scenario({"kind": "send-recv", "id": "sr", "size": "1MB", "servers": ["srv[0-3]"],
+                  "channels": 2, "chunks": 4})
+    plan = plan_collective(s.collectives[0], s.topology)
+    assert plan.steps == 1 and plan.ranks == 4
+    # channel c on rail c: rank i -> rank i+1, S/c bytes in 4 chunks, nothing waited for
+    flows = {f.id: (f.src, f.dst, f.size_bytes) for f in plan.flows}
+    assert flows == {f"sr/c{c}/r{i}": (f"srv{i}/gpu{c}", f"srv{(i + 1) % 4}/gpu{c}", 500_000)
+                     for c in range(2) for i in range(4)}
+    assert len(plan.ops) == 2 * 4 * 4 and all(op.after == () for op in plan.ops)
+    # every rank sends and receives the whole size once
+    sent = {}
+    for f in plan.flows:
+        sent[f.src.split("/")[0]] = sent.get(f.src.split("/")[0], 0) + f.size_bytes
+    assert sent == {f"srv{i}": 1_000_000 for i in range(4)}
+
+
+def test_send_recv_size_must_cover_its_pieces_and_takes_no_algorithm():
+    with pytest.raises(ScenarioError,
+                       match=r"size 7 B is smaller than its 8 pieces \(channels x chunks\)"):
+        scenario({"kind": "send-recv", "id": "sr", "size": "7B", "gpus": ["srv[0-3]/gpu0"],
+                  "channels": 2, "chunks": 4})
+    with pytest.raises(ScenarioError, match="algorithm"):
+        scenario({"kind": "send-recv", "id": "sr", "size": "1MB", "gpus": ["srv[0-3]/gpu0"],
+                  "algorithm": "ring"})
