@@ -31,7 +31,8 @@ from emulator.scenario.chakra import ChakraError, read_trace, trace_graph
 from emulator.scenario.errors import KeyPath
 from emulator.scenario.jobs_graph import TrainingJob, place
 from emulator.scenario.jobs_model import PRESETS, Gpu, ModelShape
-from emulator.scenario.jobs_serve import ServingJob, poisson_requests
+from emulator.scenario.jobs_requests import RequestTraceError, read_request_trace
+from emulator.scenario.jobs_serve import Request, ServingJob, poisson_requests
 from emulator.scenario.jobs_spec import JobSpec
 from emulator.scenario.parse import Context, Raw, _size, duration
 from emulator.scenario.parse_collectives import _ordered_gpus
@@ -65,7 +66,7 @@ def _job(ctx: Context, item: Raw, path: KeyPath, priorities: PrioritySpec,
     if item["kind"] == "training":
         return _training(ctx, item, path, common)
     if item["kind"] == "inference":
-        return _inference(ctx, item, path, common, seed)
+        return _inference(ctx, item, path, common, seed, base)
     return _chakra(ctx, item, path, common, base)
 
 
@@ -115,8 +116,32 @@ def _length(ctx: Context, raw: Any, path: KeyPath) -> tuple[int, int]:
     return low, high
 
 
+def _requests(ctx: Context, item: Raw, path: KeyPath, seed: int,
+              base: Path) -> tuple[Request, ...]:
+    """The job's requests: from its ``arrivals`` trace (the first ``requests``
+    of it when given), or Poisson with lengths drawn from ``prompt``/``output``."""
+    if "arrivals" in item:
+        for key in ("interval", "prompt", "output"):
+            if key in item:
+                raise ctx.where.error([*path, key], f"'{key}' comes from the 'arrivals' trace; "
+                                                    "give one or the other")
+        try:
+            return read_request_trace(base / item["arrivals"], item.get("requests"))
+        except RequestTraceError as exc:
+            raise ctx.where.error([*path, "arrivals"], str(exc)) from None
+    missing = [key for key in ("requests", "prompt", "output") if key not in item]
+    if missing:
+        raise ctx.where.error(path, f"an inference job needs {', '.join(missing)} (or an "
+                                    "'arrivals' trace file of requests)")
+    gap_ns = duration(ctx, item["interval"], [*path, "interval"]) if "interval" in item else 0
+    return poisson_requests(item["requests"], gap_ns / 1e9,
+                            _length(ctx, item["prompt"], [*path, "prompt"]),
+                            _length(ctx, item["output"], [*path, "output"]),
+                            f"{seed}:{item['id']}")
+
+
 def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
-               seed: int) -> JobSpec:
+               seed: int, base: Path = Path(".")) -> JobSpec:
     model = _model(ctx, item["model"], [*path, "model"])
     prefill = ctx.gpus(item["prefill"], [*path, "prefill"])[0]
     decode = ctx.gpus(item["decode"], [*path, "decode"])[0]
@@ -124,11 +149,7 @@ def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
     if shared:
         raise ctx.where.error([*path, "decode"], f"GPU {shared[0]} is also a prefill GPU; "
                                                  "the pools are disaggregated")
-    gap_ns = duration(ctx, item["interval"], [*path, "interval"]) if "interval" in item else 0
-    requests = poisson_requests(item["requests"], gap_ns / 1e9,
-                                _length(ctx, item["prompt"], [*path, "prompt"]),
-                                _length(ctx, item["output"], [*path, "output"]),
-                                f"{seed}:{item['id']}")
+    requests = _requests(ctx, item, path, seed, base)
     hbm_kv = _size(ctx, item["hbm_kv"], [*path, "hbm_kv"], positive=True,
                    hint=f"{SIZE_HINT}; hbm_kv is the HBM a decode GPU has for KV caches"
                    ) if "hbm_kv" in item else None

@@ -302,6 +302,9 @@ JOB_SCHEMAS: dict[str, dict[str, Any]] = {
         "prefill": _GPU_LIST,
         "decode": _GPU_LIST,
         "requests": _int(1, 100000, "a whole number of requests from 1 to 100000"),
+        "arrivals": {"type": "string", "description": "a request trace file (CSV: Azure's "
+                     "TIMESTAMP,ContextTokens,GeneratedTokens or arrival_s,prompt,output; "
+                     "JSON lines: Mooncake's timestamp,input_length,output_length)"},
         "interval": _DURATION,
         "prompt": _LENGTH,
         "output": _LENGTH,
@@ -314,8 +317,7 @@ JOB_SCHEMAS: dict[str, dict[str, Any]] = {
         "hbm_kv": {"type": ["string", "integer"],
                    "description": "a size, the HBM a decode GPU has for KV caches (e.g. "
                                   "40GB)"},
-    }, required=("kind", "id", "model", "prefill", "decode", "requests", "prompt", "output",
-                 "peak_tflops")),
+    }, required=("kind", "id", "model", "prefill", "decode", "peak_tflops")),
     "chakra": _obj("a chakra job", {
         **_JOB_COMMON,
         "traces": _list({"type": "string", "description": "an ET file path (relative to the "
