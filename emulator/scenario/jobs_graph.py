@@ -401,13 +401,45 @@ def place(job: TrainingJob, topology: Topology, rail_aware: bool = True,
         raise ValueError(f"tp {job.tp} is larger than a server's {width} GPUs (TP stays "
                          "inside the scale-up domain)")
     servers = list(per_server.values())
+    site_of = {s.name: s.site for s in topology.servers}
+    sites = sorted({site_of[v[0].server] or 0 for v in servers})
+    slot = _site_slots(job, servers, site_of, width, sites) if len(sites) > 1 else None
     out = []
     for rank in range(job.world):
-        server, local = divmod(rank, width)
+        server, local = divmod(rank if slot is None else slot[rank], width)
         if not rail_aware:
             local = (local + server) % width
         out.append(sorted(servers[server], key=lambda g: g.index)[local].name)
     return out
+
+
+def _site_slots(job: TrainingJob, servers: list[list], site_of: dict[str, int | None],
+                width: int, sites: list[int]) -> list[int] | None:
+    """Across sites, DP is the dimension that crosses them (its all-reduce is
+    the one that overlaps the backward and runs once a step; TP stays in a
+    server, PP's activations in a site): the dp replicas are split into one
+    part a site, each site holding every stage of its part. Returns the GPU
+    slot (in ``servers`` order, reordered by site in place) of every rank, or
+    None (Megatron's order as on one site) when dp does not split evenly over
+    the sites or a site has too few GPUs for its part."""
+    count = len(sites)
+    if job.dp % count:
+        return None
+    servers.sort(key=lambda v: sites.index(site_of[v[0].server] or 0))
+    per_site = [sum(1 for v in servers if (site_of[v[0].server] or 0) == site) * width
+                for site in sites]
+    part = job.dp // count
+    need = part * job.pp * job.tp
+    if any(have < need for have in per_site):
+        return None
+    offsets = [sum(per_site[:i]) for i in range(count)]
+    slots = []
+    for rank in range(job.world):
+        t, rest = rank % job.tp, rank // job.tp
+        d, stage = rest % job.dp, rest // job.dp
+        site, d_local = divmod(d, part)
+        slots.append(offsets[site] + (d_local + part * stage) * job.tp + t)
+    return slots
 
 
 def world_step(job: TrainingJob, iterations: int = 1) -> list[Node]:

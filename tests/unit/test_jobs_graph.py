@@ -151,6 +151,44 @@ def test_placement_keeps_tp_in_a_server_and_dp_on_a_rail():
         place(job(tp=4, dp=8, global_batch=8), topo)
 
 
+def _two_sites():
+    return build_topology(spec_from_dict({"name": "x2", "kind": "rail-optimized",
+                                          "servers": 4, "gpus_per_server": 2,
+                                          "servers_per_leaf": 4, "spines": 2,
+                                          "host_link": {"rate": "20Mbps", "delay": "5us"},
+                                          "fabric_link": {"rate": "20Mbps", "delay": "5us"},
+                                          "sites": {"count": 2, "dci_link": {
+                                              "rate": "20Mbps", "distance": "10km"}}}))
+
+
+def test_across_sites_dp_crosses_them_and_tp_and_pp_stay_in_one():
+    """2 sites x 4 servers x 2 GPUs, tp 2 x pp 2 x dp 4: each site holds every stage of
+    2 of the 4 DP replicas, so only DP's all-reduce crosses the DCI; TP stays in a
+    server, DP peers on one rail."""
+    topo = _two_sites()
+    gpus = {g.name: g for g in topo.gpus}
+    site = {s.name: s.site for s in topo.servers}
+    j = job(tp=2, pp=2, dp=4, global_batch=8)
+    ranks = place(j, topo)
+    assert len(set(ranks)) == 16
+    where = [site[gpus[r].server] for r in ranks]
+
+    def rank(t: int, d: int, stage: int) -> int:
+        return t + 2 * (d + 4 * stage)
+    for d in range(4):  # a replica's stages (its PP chain) in one site
+        assert len({where[rank(t, d, s)] for t in range(2) for s in range(2)}) == 1
+    for s in range(2):
+        for t in range(2):  # a DP group spans both sites, half in each, on one rail
+            group = [rank(t, d, s) for d in range(4)]
+            assert sorted(where[r] for r in group) == [0, 0, 1, 1]
+            assert len({gpus[ranks[r]].rail for r in group}) == 1
+        for d in range(4):  # TP inside a server
+            assert len({gpus[ranks[rank(t, d, s)]].server for t in range(2)}) == 1
+    # dp that does not split over the sites: Megatron's order, as on one site
+    odd = place(job(tp=2, pp=1, dp=3, global_batch=6), topo)
+    assert odd == [g.name for g in topo.gpus][:6]
+
+
 def test_moe_expert_gradients_are_reduced_among_replicas_holding_the_same_experts():
     moe = ModelShape(layers=2, hidden=512, heads=8, kv_heads=8, ffn=1024, vocab=100,
                      experts=4, top_k=2)
