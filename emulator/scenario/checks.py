@@ -169,9 +169,14 @@ def _check_buffers(scenario: Scenario, where: Where) -> None:
                     f"3 frames of {frame_bytes + RETH_BYTES} B + a pause frame + the response "
                     f"time; raise it or write auto"))
         if switches.pool_bytes and switches.pool_bytes <= reserved:
+            dci = any(links[(sw.name, p.number)].network == "dci" for p in sw.ports
+                      if (sw.name, p.number) in links
+                      and switches.for_port(sw.name, p.number).pfc.enabled)
             raise where.error(["switches", "pool", "size"], (
                 f"{format_size(switches.pool_bytes)} does not exceed the {reserved} B of headroom "
-                f"the lossless ports of {sw.name} reserve; raise it or write auto"))
+                f"the lossless ports of {sw.name} reserve; raise it or write auto"
+                + (", or keep the class lossy on the DCI (switches.pfc.dci: lossy)"
+                   if dci else "")))
 
 
 def _place(switch: str, port: int | None) -> str:

@@ -15,6 +15,7 @@ least one GPU.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from emulator.scenario.apart import apart_groups
@@ -215,8 +216,37 @@ def switch_settings(ctx: Context, raw: Raw) -> SwitchSettings:
             ecn=_ecn_keys(ctx, item.get("ecn", {}), [*where, "ecn"]),
             pfc=_pfc_keys(ctx, item.get("pfc", {}), [*where, "pfc"]),
         ))
+    if pfc_raw.get("dci", "lossless") == "lossy":
+        overrides = _dci_lossy(ctx, overrides, [*path, "pfc", "dci"])
     return SwitchSettings(buffer_bytes=buffer_bytes, ecn=ecn, pfc=pfc, priorities=priorities,
                           overrides=tuple(overrides), pool_bytes=pool_bytes, alpha=tuple(alpha))
+
+
+def _dci_lossy(ctx: Context, overrides: list[SwitchOverride],
+               path: KeyPath) -> list[SwitchOverride]:
+    """``switches.pfc.dci: lossy``: PFC off on both ends of every DCI link (the
+    class keeps ECN there and pauses nothing over the distance), merged into
+    the file's overrides of those ports; one that turns PFC on there is an
+    error."""
+    ends = [(link.node_a, link.port_a) for link in ctx.topology.links if link.network == "dci"]
+    ends += [(link.node_b, link.port_b) for link in ctx.topology.links if link.network == "dci"]
+    if not ends:
+        raise ctx.where.error(path, "lossy: the topology has no DCI links (give it a 'sites' "
+                                    "key) to make the class lossy on")
+    out = list(overrides)
+    for switch, port in sorted(ends):
+        index = next((i for i, o in enumerate(out) if (o.switch, o.port) == (switch, port)),
+                     None)
+        if index is None:
+            out.append(SwitchOverride(switch=switch, port=port, pfc={"enabled": False}))
+            continue
+        given = out[index]
+        if given.pfc.get("enabled") is True:
+            raise ctx.where.error(["switches", "overrides", index, "pfc", "enabled"], (
+                f"true turns PFC on at DCI port {switch}:{port}, which switches.pfc.dci: "
+                "lossy turns off; drop one of them"))
+        out[index] = replace(given, pfc={**given.pfc, "enabled": False})
+    return out
 
 
 def host_settings(ctx: Context, raw: Raw) -> HostSettings:

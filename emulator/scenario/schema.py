@@ -117,7 +117,11 @@ _PFC_KEYS: dict[str, Any] = {
 _ECN = _obj("an ecn mapping", {**_ECN_KEYS, "priorities": _PRIORITY_LIST},
             example="{enabled: true, kmin: 20KB, kmax: 80KB, pmax: 0.2}")
 _PFC = _obj("a pfc mapping", {**_PFC_KEYS, "priorities": {**_PRIORITY_LIST, "minItems": 1},
-                              "response": _DURATION},
+                              "response": _DURATION,
+                              "dci": {"enum": ["lossless", "lossy"],
+                                      "description": "lossless (PFC over the DCI, headroom "
+                                                     "for its distance) or lossy (ECN only "
+                                                     "on the DCI ports)"}},
             example="{enabled: true, priorities: [3], xoff: 40KB, xon: 20KB}")
 _PRIORITIES = _obj("a priorities mapping", {
     "roce_dscp": _DSCP, "roce": _PRIORITY, "cnp_dscp": _DSCP, "cnp": _PRIORITY,

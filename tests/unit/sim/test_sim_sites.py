@@ -73,7 +73,7 @@ def test_networks_block_splits_backend_and_dci_and_adds_up(tmp_path: Path) -> No
     assert {r["network"] for r in links if "border" in r["a"] and "border" in r["b"]} == {"dci"}
 
 
-def _cross_site_incast(headroom_bytes: int | None) -> tuple[Any, str, int]:
+def _incast_data(dci: str = "lossless", **switches: Any) -> dict:
     # srv0 (site 0, over a 10 km, 100 Gb/s DCI) and srv6 (site 1, another
     # leaf) send 3 MB each to srv4 (site 1): site 1's spine port to the
     # receiver's leaf is asked for twice its rate, so the spine pauses its
@@ -83,11 +83,16 @@ def _cross_site_incast(headroom_bytes: int | None) -> tuple[Any, str, int]:
     topo["sites"] = {"count": 2, "dci_link": {"rate": "100Gbps", "distance": "10km"}}
     flows = [{"id": f"f{i}", "src": f"srv{i}/gpu0", "dst": "srv4/gpu0", "size": 3_000_000}
              for i in (0, 6)]
-    data = scenario("xsite-incast", topo, {"flows": flows}, duration="3ms",
+    return scenario("xsite-incast", topo, {"flows": flows}, duration="3ms",
                     switches={"buffer": "400KB", "ecn": {"enabled": False},
-                              "pfc": {"enabled": True, "xoff": "60KB", "xon": "48KB"}},
+                              "pfc": {"enabled": True, "xoff": "60KB", "xon": "48KB",
+                                      "dci": dci}, **switches},
                     hosts={"mtu": "4096B", "dcqcn": {"enabled": False}})
-    loaded = scenario_from_dict(data, "<xsite-incast>")
+
+
+def _cross_site_incast(headroom_bytes: int | None,
+                       dci: str = "lossless") -> tuple[Any, str, int]:
+    loaded = scenario_from_dict(_incast_data(dci), "<xsite-incast>")
     border = loaded.topology.switch("s1-border0")
     port = next(p.number for p in border.ports if p.peer == "s0-border0")
     if headroom_bytes is None:
@@ -120,21 +125,52 @@ def test_cross_site_incast_lossless_with_the_computed_headroom_drops_below_it(
 
 def test_dci_ports_made_lossy_by_an_override_never_pause_across_the_dci(
         tmp_path: Path) -> None:
-    """The class lossy on the DCI only (README "Sites"): overrides turn PFC off
-    on both borders' DCI ports; the far site is never paused over the fibre
-    and no DCI headroom is used. What the DCI delivers while site 1's spine
-    pauses the border then queues in the border and is tail-dropped there
-    (the senders go back and retransmit): the price of a lossy DCI."""
-    computed, border, port = _cross_site_incast(None)
-    far = computed.topology.switch("s0-border0")
+    """The class lossy on the DCI only (README "Sites"): ``switches.pfc.dci:
+    lossy`` turns PFC off on both borders' DCI ports (the overrides the file
+    could write itself); the far site is never paused over the fibre and no
+    DCI headroom is used. What the DCI delivers while site 1's spine pauses
+    the border then queues in the border and is tail-dropped there (the
+    senders go back and retransmit): the price of a lossy DCI."""
+    scenario, border, port = _cross_site_incast(None, dci="lossy")
+    far = scenario.topology.switch("s0-border0")
     far_port = next(p.number for p in far.ports if p.peer == border)
-    lossy = tuple(SwitchOverride(name, number, pfc={"enabled": False})
-                  for name, number in ((border, port), (far.name, far_port)))
-    scenario = replace(computed, switches=replace(computed.switches, overrides=lossy))
-    assert not scenario.switches.for_port(border, port).pfc.enabled
+    dci_ends = {(link.node_a, link.port_a) for link in scenario.topology.links
+                if link.network == "dci"} | {(link.node_b, link.port_b) for link in
+                                             scenario.topology.links if link.network == "dci"}
+    assert {(o.switch, o.port) for o in scenario.switches.overrides} == dci_ends
+    assert (far.name, far_port) in dci_ends
+    assert all(not scenario.switches.for_port(*end).pfc.enabled for end in dci_ends)
+    assert scenario.switches.for_port(border, 1).pfc.enabled  # inside the site: lossless
     results = run_sim(scenario, tmp_path, progress=False)
     assert results["networks"]["dci"]["pfc_tx"] == 0
     assert results["switches"][border][str(port)]["3"]["headroom_max_bytes"] == 0
     assert results["totals"]["flows_incomplete"] == 0
     assert results["switches"][border]["_drops_by_reason"].get("tail", 0) > 0
     assert results["totals"]["retransmits"] > 0
+
+
+def test_dci_key_errors_and_the_pool_hint_are_one_line() -> None:
+    from emulator.scenario import ScenarioError
+    # a pool too small for the DCI's headroom names the lossy way out
+    with pytest.raises(ScenarioError, match=r"switches.pool.size.*keep the class lossy on the "
+                                            r"DCI \(switches.pfc.dci: lossy\)"):
+        scenario_from_dict(_incast_data(pool={"size": "1MB"}), "<x>")
+    # the same pool holds once the DCI is lossy
+    assert scenario_from_dict(_incast_data("lossy", pool={"size": "1MB"}), "<x>")
+    # PFC turned on at a DCI port by an override contradicts the key
+    _, border, port = _cross_site_incast(None)
+    data = _incast_data("lossy")
+    data["switches"]["overrides"] = [{"switch": border, "port": port, "pfc": {"enabled": True}}]
+    with pytest.raises(ScenarioError, match=rf"overrides\[0\]\.pfc\.enabled.*DCI port "
+                                            rf"{border}:{port}"):
+        scenario_from_dict(data, "<x>")
+    # an override of a DCI port keeps its other keys, with PFC off
+    data["switches"]["overrides"] = [{"switch": border, "port": port, "buffer": "1MB"}]
+    merged = scenario_from_dict(data, "<x>").switches.for_port(border, port)
+    assert merged.buffer_bytes == 1_000_000 and not merged.pfc.enabled
+    # no DCI to make lossy
+    one_site = scenario("one", topology(2, 1, rate="10Gbps", delay="1us"), {"flows": []},
+                        duration="1ms",
+                        switches={"pfc": {"dci": "lossy"}})
+    with pytest.raises(ScenarioError, match="switches.pfc.dci.*no DCI links"):
+        scenario_from_dict(one_site, "<x>")
