@@ -6,8 +6,11 @@ follow Prometheus' conventions: the ``aifabric_`` prefix, base units
 (bytes, seconds; rates in bytes per second), ``_total`` on counters, gauges
 for depths and rates, ``_info`` (value 1) for static facts. Labels:
 ``switch``, ``port``, ``priority``, ``reason`` (drops), ``flow``, ``host``
-and ``nic`` (the pauses a host's NIC honoured); and
-``network`` (the run's label) when the view serves more than one run.
+and ``nic`` (the pauses a host's NIC honoured); ``network`` on every
+switch-port metric (``backend``, ``scale-up``, ``dci``, ``front-end``,
+``storage``: the network of the port's link) when a served topology has
+more than one; and ``run`` (the run's label) when the view serves more
+than one run.
 
 :data:`METRIC_NAMES` is the full list (the tests keep it golden).
 """
@@ -80,22 +83,34 @@ METRIC_NAMES = tuple(sorted(PREFIX + name + _SUFFIX[kind]
 
 
 class _Families:
-    def __init__(self, network: bool) -> None:
-        self.extra = ("network",) if network else ()
+    """The families of one scrape; ``runs``: a ``run`` label first; ``networks``:
+    a ``network`` label on switch-port families, after ``run``."""
+
+    def __init__(self, runs: bool, networks: bool) -> None:
+        self.extra = ("run",) if runs else ()
+        self.networks = networks
         self.families: dict[str, Any] = {}
         for name, (kind, doc, labels) in _FAMILIES.items():
             cls = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
                    "info": InfoMetricFamily}[kind]
-            self.families[name] = cls(PREFIX + name, doc, labels=self.extra + labels)
+            net = ("network",) if networks and _on_port(labels) else ()
+            self.families[name] = cls(PREFIX + name, doc, labels=self.extra + net + labels)
 
-    def add(self, name: str, net: tuple[str, ...], labels: Sequence[Any], value: Any) -> None:
+    def add(self, name: str, run: tuple[str, ...], labels: Sequence[Any], value: Any,
+            network: str | None = None) -> None:
         if value is None:
             return
         family = self.families[name]
+        values = [*run, *((network or "backend",) if self.networks
+                          and _on_port(_FAMILIES[name][2]) else ()), *map(str, labels)]
         if _FAMILIES[name][0] == "info":
-            family.add_metric([*net, *map(str, labels)], {k: str(v) for k, v in value.items()})
+            family.add_metric(values, {k: str(v) for k, v in value.items()})
         else:
-            family.add_metric([*net, *map(str, labels)], float(value))
+            family.add_metric(values, float(value))
+
+
+def _on_port(labels: tuple[str, ...]) -> bool:
+    return labels[:2] == ("switch", "port")
 
 
 class ViewCollector(Collector):
@@ -106,7 +121,8 @@ class ViewCollector(Collector):
         self.dropped = dropped or (lambda _state: 0)
 
     def collect(self) -> Iterator[Any]:
-        out = _Families(len(self.runs) > 1)
+        out = _Families(len(self.runs) > 1,
+                        any(len(set(_port_networks(s).values())) > 1 for s in self.runs))
         for state in self.runs:
             net = (state.label,) if out.extra else ()
             with state.lock:
@@ -133,29 +149,34 @@ class ViewCollector(Collector):
         for edge in topology.get("edges", []):
             data = edge["data"]
             peers.setdefault((data["source"], data["target"]), (data["kind"], data["describe"]))
+        network_of = _port_networks(state)
+
+        def nw(switch: str, port: Any) -> str | None:
+            return network_of.get((switch, int(port))) if str(port).isdigit() else None
         for (switch, port), row in sorted(totals.ports.items()):
-            labels = (switch, port)
-            out.add("port_received_bytes", net, labels, row["rx_bytes"])
-            out.add("port_transmitted_bytes", net, labels, row["tx_bytes"])
-            out.add("port_received_packets", net, labels, row["rx_packets"])
-            out.add("port_transmitted_packets", net, labels, row["tx_packets"])
+            labels, n = (switch, port), nw(switch, port)
+            out.add("port_received_bytes", net, labels, row["rx_bytes"], n)
+            out.add("port_transmitted_bytes", net, labels, row["tx_bytes"], n)
+            out.add("port_received_packets", net, labels, row["rx_packets"], n)
+            out.add("port_transmitted_packets", net, labels, row["tx_packets"], n)
             if row.get("rate_bps"):
-                out.add("port_speed_bytes", net, labels, row["rate_bps"] / 8)
+                out.add("port_speed_bytes", net, labels, row["rate_bps"] / 8, n)
             for reason, count in sorted(row.get("drops", {}).items()):
-                out.add("port_dropped_packets", net, (*labels, reason), count)
+                out.add("port_dropped_packets", net, (*labels, reason), count, n)
         for (switch, port), (kind, describe) in sorted(_port_links(state).items()):
-            out.add("port", net, (switch, port), {"kind": kind, "link": describe})
+            out.add("port", net, (switch, port), {"kind": kind, "link": describe},
+                    nw(switch, port))
         for (switch, port, prio), q in sorted(totals.queues.items()):
-            labels = (switch, port, prio)
-            out.add("queue_depth_bytes", net, labels, q.get("depth_bytes", 0))
-            out.add("queue_depth_packets", net, labels, q.get("depth_packets", 0))
-            out.add("queue_max_depth_bytes", net, labels, q.get("max_depth_bytes", 0))
-            out.add("queue_ecn_marked_packets", net, labels, q.get("ecn_marked", 0))
-            out.add("queue_tail_dropped_packets", net, labels, q.get("tail_dropped", 0))
-            out.add("queue_paused", net, labels, 1 if q.get("paused") else 0)
-            out.add("pfc_transmitted_frames", net, labels, q.get("pfc_tx", 0))
-            out.add("pfc_received_frames", net, labels, q.get("pfc_rx", 0))
-            out.add("pfc_paused_seconds", net, labels, q.get("paused_s", 0.0))
+            labels, n = (switch, port, prio), nw(switch, port)
+            out.add("queue_depth_bytes", net, labels, q.get("depth_bytes", 0), n)
+            out.add("queue_depth_packets", net, labels, q.get("depth_packets", 0), n)
+            out.add("queue_max_depth_bytes", net, labels, q.get("max_depth_bytes", 0), n)
+            out.add("queue_ecn_marked_packets", net, labels, q.get("ecn_marked", 0), n)
+            out.add("queue_tail_dropped_packets", net, labels, q.get("tail_dropped", 0), n)
+            out.add("queue_paused", net, labels, 1 if q.get("paused") else 0, n)
+            out.add("pfc_transmitted_frames", net, labels, q.get("pfc_tx", 0), n)
+            out.add("pfc_received_frames", net, labels, q.get("pfc_rx", 0), n)
+            out.add("pfc_paused_seconds", net, labels, q.get("paused_s", 0.0), n)
         for (host, nic, prio), n in sorted(totals.nics.items()):
             labels = (host, nic, prio)
             out.add("nic_pfc_paused_seconds", net, labels, n["paused_s"])
@@ -178,6 +199,10 @@ class ViewCollector(Collector):
 
 def _port_links(state: RunState) -> dict[tuple[str, int], tuple[str, str]]:
     return {} if state.picture is None else state.picture.switch_ports
+
+
+def _port_networks(state: RunState) -> dict[tuple[str, int], str]:
+    return {} if state.picture is None else state.picture.port_network
 
 
 def metrics_text(registry: CollectorRegistry) -> bytes:

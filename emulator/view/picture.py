@@ -56,6 +56,8 @@ class Picture:
     link_edges: dict[tuple[str, int, str, int], tuple[str, str]] = field(default_factory=dict)
     # (switch, port) -> (link kind, "a:port - b:port")
     switch_ports: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    # (switch, port) -> the network of its link (backend, scale-up, dci, front-end, storage)
+    port_network: dict[tuple[str, int], str] = field(default_factory=dict)
     # drawn as blocks: each link direction's bundle direction (else empty)
     edge_bundle: dict[str, str] = field(default_factory=dict)
 
@@ -145,8 +147,10 @@ def _links(pic: Picture, topology: Topology, edges: list[dict[str, Any]]) -> Pic
             pic.edge_rate_bps[edge_id] = float(link.rate_bps)
         pic.link_edges[(a, link.port_a, link.node_b, link.port_b)] = (up, down)
         pic.switch_ports[(link.node_b, link.port_b)] = (link.kind, describe)
+        pic.port_network[(link.node_b, link.port_b)] = link.network
         if link.gpu is None:
             pic.switch_ports[(link.node_a, link.port_a)] = (link.kind, describe)
+            pic.port_network[(link.node_a, link.port_a)] = link.network
         pic.egress_edge[(link.node_b, link.port_b)] = down
         if link.gpu is not None:
             if link.network != "scale-up":

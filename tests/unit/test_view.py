@@ -199,7 +199,8 @@ def test_metrics_parse_and_follow_the_conventions(sim_run, tmp_path: Path) -> No
     for name, rows in samples.items():
         assert name.startswith("aifabric_")
         for row in rows:
-            assert "network" not in row.labels  # one run: no network label
+            assert "run" not in row.labels  # one run: no run label
+            assert "network" not in row.labels  # one network: no network label
             if "priority" in row.labels:
                 assert {"switch", "port"} <= set(row.labels)
     # counters are the run's: a port's bytes are the sum over its priorities
@@ -212,12 +213,34 @@ def test_metrics_parse_and_follow_the_conventions(sim_run, tmp_path: Path) -> No
     delivered = {s.labels["flow"]: s.value for s in samples["aifabric_flow_delivered_bytes_total"]}
     assert delivered == {f["id"]: f["bytes"] for f in results["flows"]}
     assert samples["aifabric_run_progress_ratio"][0].value == 1.0
-    # two runs: every sample names its network
+    # two runs: every sample names its run
     other = tmp_path / "again"
     run_sim(load_scenario(QUICKSTART, target_override="sim"), other, progress=False)
     with ViewServer(load_replays([out, other])) as server:
         samples = _metrics(httpx.get(server.url + "metrics").text)
-    assert {s.labels["network"] for rows in samples.values() for s in rows} == {out.name, "again"}
+    assert {s.labels["run"] for rows in samples.values() for s in rows} == {out.name, "again"}
+
+
+def test_switch_port_metrics_name_their_network_when_there_are_several() -> None:
+    """On a cluster with front-end, storage and DCI networks every switch-port
+    sample carries ``network`` (the network of the port's link); other samples
+    do not."""
+    from emulator.view.metrics import make_registry, metrics_text
+    topology = load_topology(ROOT / "topologies" / "ai-cluster.yaml")
+    state = RunState("cluster")
+    state.start(build_picture(topology), {"name": "cluster", "duration_s": 1.0})
+    samples = _metrics(metrics_text(make_registry([state])).decode())
+    ports = samples["aifabric_port_info"]
+    assert ports and all("network" in s.labels and "run" not in s.labels for s in ports)
+    expected = {}
+    for link in topology.links:
+        expected[(link.node_b, str(link.port_b))] = link.network
+        if link.gpu is None:
+            expected[(link.node_a, str(link.port_a))] = link.network
+    found = {(s.labels["switch"], s.labels["port"]): s.labels["network"] for s in ports}
+    assert found == {k: v for k, v in expected.items() if k in found}
+    assert {"backend", "dci", "front-end", "storage"} <= set(found.values())
+    assert all("network" not in s.labels for s in samples["aifabric_run_info"])
 
 
 def _events(response: httpx.Response):
