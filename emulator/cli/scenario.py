@@ -272,8 +272,9 @@ def summary_lines(scenario: Scenario, flows: list[FlowSpec]) -> list[str]:
                     f"{job.iterations} iterations")
         elif job.serving is not None:
             v = job.serving
-            what = (f"{len(v.requests)} requests, {v.prefill} prefill and {v.decode} decode "
-                    "GPUs")
+            what = (f"{len(v.requests)} requests, " + (
+                f"{v.prefill} GPUs colocated (each prefills and decodes)" if v.colocated
+                else f"{v.prefill} prefill and {v.decode} decode GPUs"))
         else:
             what = f"{len(job.gpus)} ranks from {len(job.traces)} Chakra traces"
         lines.append(f"  {job.kind} {job.id}: {what}; {_count(made[job.id], 'flow')}")

@@ -22,7 +22,9 @@ the first) to the end of its last node:
   sends, time from post to arrival;
 - ``serving`` (inference jobs): requests completed, TTFT, TPOT and KV
   hand-off time (p50, p99, mean), the mean share of TTFT spent moving KV
-  (hand-off, or offload and fetch); ``kv_offload``: the caches offloaded to
+  (hand-off, or offload and fetch; 0 colocated, where ``kv_handoff_*`` are
+  None: the cache stays on its GPU), ``mode`` (``colocated`` or
+  ``disaggregated``); ``kv_offload``: the caches offloaded to
   storage (count, bytes), offload time (post to arrival at storage), fetch
   time (the decode GPU's read request to the cache's arrival), the wait for
   room in HBM before it (prefill end to read request), the mean share of
@@ -225,6 +227,8 @@ def _serving(spec: Any, start: Mapping[str, float], end: Mapping[str, float],
             wait.append(start[pre + "fetch-req"] - end[pre + "prefill"])
             fetch_share.append(got / first if first > 0 else 0.0)
             moving = sent + got
+        elif job.colocated:
+            moving = 0.0  # the cache stays on the GPU that prefilled it
         else:
             moving = (max(end[x] for x in stripes[pre]) - min(start[x] for x in stripes[pre]))
             kv.append(moving)
@@ -241,6 +245,7 @@ def _serving(spec: Any, start: Mapping[str, float], end: Mapping[str, float],
 
     planned = [a for a in job.admissions if a.offloaded]
     return {"requests": len(job.requests), "completed": len(ttft),
+            "mode": "colocated" if job.colocated else "disaggregated",
             **stats(ttft, "ttft"), **stats(tpot, "tpot"), **stats(kv, "kv_handoff"),
             "kv_share_of_ttft": round(sum(share) / len(share), 4) if share else None,
             "kv_bytes_mean": round(sum(job.kv_bytes(q.prompt) for q in job.requests)

@@ -304,8 +304,22 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                 "qp": qp.qpn, "size_bytes": size, "op": ops[qp.flow],
                 "tag": op.tag if qp.stripe == 0 else f"{op.tag}.{qp.stripe}",
                 "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
+    for work in jobs:  # a job's compute on a server that sends and receives nothing
+        if work.server not in configs:  # (a colocated serving GPU): an agent on one NIC
+            nic(work.server, next(g.name for g in topo.gpus if g.server == work.server))
     _job_work(configs, jobs, stripes_of, ops, scenario.source)
     return configs
+
+
+def agent_servers(scenario: Scenario, qps: Sequence[QpPlan]) -> list[str]:
+    """The servers that run an agent: the ends of every QP, the servers of the
+    GPUs a PFC storm names and of every job's GPUs (compute alone, as a
+    colocated serving GPU's, runs in its server's agent)."""
+    topo = scenario.topology
+    gpus = {e.gpu for e in scenario.events if e.gpu}
+    gpus |= {g for job in scenario.jobs for g in job.gpus}
+    return sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
+                  | {topo.gpu(g).server for g in gpus})
 
 
 def _job_work(configs: dict[str, dict[str, Any]], works: Sequence[Work],
@@ -315,7 +329,7 @@ def _job_work(configs: dict[str, dict[str, Any]], works: Sequence[Work],
     (a striped message is done when all its stripes are posted)."""
     index: dict[str, list[int]] = {}
     for work in works:
-        if work.server not in configs:  # a server that sends and receives nothing
+        if work.server not in configs:  # no agent there (a config built without it)
             continue
         messages = configs[work.server]["workload"]["messages"]
         after = sorted(i for tag in work.after for i in index[tag])

@@ -77,7 +77,7 @@ from emulator.control.fabric_plan import LIVE_RESPONSE_NS
 from emulator.fidelity.cpu import CpuSampler
 from emulator.fidelity.verdict import judge, write_behind_csv
 from emulator.measure.results import counter_delta
-from emulator.run.agent_config import build_agent_configs
+from emulator.run.agent_config import agent_servers, build_agent_configs
 from emulator.run.agent_process import AgentProcess, wait_ready
 from emulator.run.captures import collect_captures, live_capture_plan
 from emulator.run.events import (
@@ -183,8 +183,7 @@ def run_live(scenario: Scenario, out_dir: str | Path, target: str, *, progress: 
         raise ScenarioError(f"{scenario.source}: capturing switch ports needs the builtin "
                             f"target, not {target}; capture GPUs (srvS/gpuR) instead")
     qps = plan_qps(scenario, flows)
-    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
-                     | {scenario.topology.gpu(e.gpu).server for e in scenario.events if e.gpu})
+    servers = agent_servers(scenario, qps)
     out.mkdir(parents=True, exist_ok=True)
     agent_dir = out / "agents"
     agent_dir.mkdir(exist_ok=True)
@@ -418,7 +417,8 @@ def _drive(scenario: Scenario, qps: list, flows: list, agents: dict[str, AgentPr
     feeding = {} if feeding is None else feeding
     sized = sum(q.size_bytes or 0 for q in qps)
     # only sized work: the run may end once all of it is acknowledged
-    sized_only = bool(qps) and not feeder.states and all(q.size_bytes for q in qps)
+    sized_only = (bool(qps) or bool(scenario.jobs)) and not feeder.states \
+        and all(q.size_bytes for q in qps)
     end = start_unix + scenario.duration_s
     next_stats = 0.0
     try:

@@ -50,7 +50,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.run.agent_config import build_agent_configs, host_rate_bps
+from emulator.run.agent_config import agent_servers, build_agent_configs, host_rate_bps
 from emulator.run.captures import (
     collect_captures, gpu_capture_result, sim_capture_plan, start_sim_captures,
 )
@@ -182,8 +182,7 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
     graph = [op for plan in plans for op in plan.ops]
     qps = plan_qps(scenario, flows)
     topo = scenario.topology
-    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
-                     | {topo.gpu(e.gpu).server for e in scenario.events if e.gpu})
+    servers = agent_servers(scenario, qps)
     bin_s = series_bin_s(scenario.duration_s)
     wall = time.perf_counter()
     timings: dict[str, float] = {}
@@ -284,9 +283,7 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
     errors = list(merged.errors)
     for server, stats in merged.agent_stats.items():
         (out / "agents" / f"{server}.stats.json").write_text(json.dumps(stats))
-    topo = scenario.topology
-    servers = sorted({q.src_server for q in qps} | {q.dst_server for q in qps}
-                     | {topo.gpu(e.gpu).server for e in scenario.events if e.gpu})
+    servers = agent_servers(scenario, qps)
     agent_stats: dict[str, dict[str, Any] | None] = {
         s: merged.agent_stats.get(s) for s in servers}
     captures: dict[str, Any] = {}
@@ -423,7 +420,8 @@ def _work_done_check(scenario: Scenario, qps: list, nodes: dict[str, Any], fabri
     past) and the fabric has drained (no switch holds a frame); None when
     the run must go to its duration. With ranks, each counts its own agents
     and switches and they add up their counts (one allgather)."""
-    if not qps or not all(q.size_bytes for q in qps) or stopped_flows(scenario):
+    if (not qps and not scenario.jobs) or not all(q.size_bytes for q in qps) \
+            or stopped_flows(scenario):
         return None
     sized = sum(q.size_bytes for q in qps)
     last_event_s = max((e.at_s for e in scenario.events), default=0.0)

@@ -267,7 +267,9 @@ def _check_flows(scenario: Scenario, where: Where) -> dict[str, FlowSpec]:
                             fabric_of=fabric_of)
                 by_id[flow.id] = flow
                 origin[flow.id] = f"workload.{section}[{index}]"
-    if not by_id:
+    # a colocated serving job computes alone (its KV caches stay on their GPUs)
+    if not by_id and not any(j.serving is not None and j.serving.colocated
+                             for j in scenario.jobs):
         raise where.error(["workload"], "makes no flows; give flows, generators or collectives "
                                         "(or jobs whose GPUs span servers)")
     return by_id

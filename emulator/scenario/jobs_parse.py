@@ -6,9 +6,10 @@ resolved); every error is one line naming the key.
   ``efficiency`` (default 0.5) is the GPU's compute; ``placement``
   ``rail-aware`` (default) or ``rail-unaware`` puts tp x pp x dp ranks on
   ``gpus`` (default: every GPU) as :func:`~.jobs_graph.place` does.
-- ``inference``: ``prefill`` and ``decode`` GPU pools (disjoint, topology
-  order), ``requests`` arriving as a Poisson process of mean gap
-  ``interval`` (seeded by the scenario's seed and the job's id; all at once
+- ``inference``: ``prefill`` and ``decode`` GPU pools (topology order),
+  disjoint (disaggregated) or the same GPUs (colocated, :mod:`~.jobs_coloc`;
+  pools that only partly overlap are an error naming ``decode``),
+  ``requests`` arriving as a Poisson process of mean gap ``interval`` (seeded by the scenario's seed and the job's id; all at once
   without it), ``prompt`` and ``output`` lengths fixed or ``[min, max]``
   uniform, HBM bandwidth ``hbm_tb_per_s`` (default 3.35), ``stripe_rails``
   (default false) to spread each KV cache over the servers' NICs,
@@ -145,28 +146,40 @@ def _inference(ctx: Context, item: Raw, path: KeyPath, common: dict[str, Any],
     model = _model(ctx, item["model"], [*path, "model"])
     prefill = ctx.gpus(item["prefill"], [*path, "prefill"])[0]
     decode = ctx.gpus(item["decode"], [*path, "decode"])[0]
+    colocated = set(prefill) == set(decode)
     shared = sorted(set(prefill) & set(decode))
-    if shared:
-        raise ctx.where.error([*path, "decode"], f"GPU {shared[0]} is also a prefill GPU; "
-                                                 "the pools are disaggregated")
+    if shared and not colocated:
+        only = sorted(set(prefill) ^ set(decode))[0]
+        raise ctx.where.error([*path, "decode"], (
+            f"GPU {shared[0]} is in both pools but {only} only in "
+            f"{'prefill' if only in prefill else 'decode'}: give the same GPUs to both "
+            f"(colocated: each prefills and decodes its own requests) or disjoint pools "
+            f"(disaggregated)"))
+    if colocated and item.get("stripe_rails", False):
+        raise ctx.where.error([*path, "stripe_rails"], (
+            "colocated pools hand no KV cache over the fabric (it stays on the GPU that "
+            "prefilled it): nothing to stripe; drop stripe_rails or make the pools disjoint"))
     requests = _requests(ctx, item, path, seed, base)
     hbm_kv = _size(ctx, item["hbm_kv"], [*path, "hbm_kv"], positive=True,
                    hint=f"{SIZE_HINT}; hbm_kv is the HBM a decode GPU has for KV caches"
                    ) if "hbm_kv" in item else None
-    gpus = tuple(prefill + decode)
+    gpus = tuple(prefill if colocated else prefill + decode)
     places = ()
     if item.get("stripe_rails", False):
         by_name = {g.name: g for g in ctx.topology.gpus}
         places = tuple((by_name[g].server, by_name[g].index) for g in gpus)
-    storage = _storage_nics(ctx.topology, prefill)
-    handoff_bps, storage_bps, latency_s = _estimates(ctx.topology, prefill, decode, places,
-                                                     storage)
+    storage: tuple[str, ...] = ()
+    handoff_bps, storage_bps, latency_s = 100e9, 100e9, 5e-6  # colocated: nothing moves
+    if not colocated:
+        storage = _storage_nics(ctx.topology, prefill)
+        handoff_bps, storage_bps, latency_s = _estimates(ctx.topology, prefill, decode,
+                                                         places, storage)
     try:
         serving = ServingJob(model, Gpu(item["peak_tflops"] * 1e12,
                                         item.get("efficiency", DEFAULT_EFFICIENCY)),
                              item.get("hbm_tb_per_s", DEFAULT_HBM_TB_PER_S) * 1e12,
                              len(prefill), len(decode), requests, item.get("max_batch", 1),
-                             hbm_kv, handoff_bps, storage_bps, latency_s)
+                             hbm_kv, handoff_bps, storage_bps, latency_s, colocated)
         offloaded = sum(a.offloaded for a in serving.admissions)
     except ValueError as exc:  # hbm_kv: too small for a request, or the weights fill it
         key = str(exc).split()[0]

@@ -1,5 +1,6 @@
-"""Disaggregated inference serving as a job graph: prefill GPUs, decode GPUs
-and the KV cache handed between them over the fabric.
+"""Inference serving as a job graph: disaggregated (prefill GPUs, decode GPUs
+and the KV cache handed between them over the fabric) or colocated (each GPU
+prefills and decodes its own requests: :mod:`.jobs_coloc`).
 
 Requests arrive at given times (:func:`poisson_requests`: a Poisson process
 at a mean gap, seeded), each with a prompt and an output length. Request r
@@ -43,9 +44,13 @@ storage and fetched back once room frees:
   token waits for it instead of a hand-off.
 
 TTFT = end of the first token - arrival; TPOT = (end of the last - end of
-the first) / (output - 1). Left out: evicting running requests (vLLM's
-preemption by recompute or swap), tensor parallelism, chunked prefill, a
-step that shrinks with the batch, prefix caching.
+the first) / (output - 1). Colocated (``colocated``: ``prefill`` = ``decode``
+= N GPUs, request r on GPU r mod N): no hand-off, no offload; prefills and
+decode steps of the running batch on one stream per GPU, prefill first, in
+the order :func:`~.jobs_coloc.plan_colocated` plans. Left out: evicting
+running requests (vLLM's preemption by recompute or swap), tensor
+parallelism, chunked prefill, a disaggregated step that shrinks with the
+batch (a colocated step is that of the batch running), prefix caching.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
+from emulator.scenario.jobs_coloc import ColocatedPlan, plan_colocated
 from emulator.scenario.jobs_graph import Node
 from emulator.scenario.jobs_kv import Admission, default_hbm_kv, plan_admissions
 from emulator.scenario.jobs_model import Gpu, ModelShape
@@ -87,8 +93,13 @@ class ServingJob:
     handoff_bps: float = 100e9
     storage_bps: float = 100e9
     net_latency_s: float = 5e-6
+    # each of the ``prefill`` (= ``decode``) GPUs prefills and decodes its own requests
+    colocated: bool = False
 
     def __post_init__(self) -> None:
+        if self.colocated and self.prefill != self.decode:
+            raise ValueError(f"colocated serving has one pool: prefill {self.prefill} and "
+                             f"decode {self.decode} GPUs must be the same GPUs")
         if self.hbm_bytes_per_s <= 0:
             raise ValueError(f"hbm must be positive, not {self.hbm_bytes_per_s}")
         if self.max_batch < 1:
@@ -122,8 +133,18 @@ class ServingJob:
     @cached_property
     def admissions(self) -> tuple[Admission, ...]:
         """Every request's plan on its decode GPU (:func:`~.jobs_kv.plan_admissions`),
-        made once; ValueError when a request's reservation exceeds ``hbm_kv``."""
+        made once; ValueError when a request's reservation exceeds ``hbm_kv``.
+        Colocated: the admissions of :attr:`colocated_plan` (none offloaded)."""
+        if self.colocated:
+            return self.colocated_plan.admissions
         return plan_admissions(self)
+
+    @cached_property
+    def colocated_plan(self) -> ColocatedPlan:
+        """Colocated: every GPU's stream of prefills and decode steps (:mod:`.jobs_coloc`)."""
+        if not self.colocated:
+            raise ValueError("a disaggregated job has no colocated plan")
+        return plan_colocated(self)
 
     def kv_bytes(self, tokens: int) -> int:
         m = self.model
@@ -144,6 +165,16 @@ class ServingJob:
         if batch > 1:
             read += batch * self.kv_bytes(context)
         return max(self.gpu.seconds(batch * flops), read / self.hbm_bytes_per_s)
+
+    def batch_step_s(self, contexts: Sequence[int]) -> float:
+        """One decode step of the requests of these contexts (a colocated GPU's
+        running batch): :meth:`step_s` with each request's own context."""
+        m = self.model
+        flops = sum(2.0 * m.active_params + 4.0 * m.layers * c * m.hidden for c in contexts)
+        read = m.active_params * m.bytes_per_element
+        if len(contexts) > 1:
+            read += sum(self.kv_bytes(c) for c in contexts)
+        return max(self.gpu.seconds(flops), read / self.hbm_bytes_per_s)
 
     def batch_on(self, decode_rank: int) -> int:
         """The batch decode GPU ``decode_rank`` (0..D-1) runs at full load."""
@@ -174,7 +205,14 @@ def serve_graph(job: ServingJob, places: Sequence[tuple[str, int]] = (),
     rails: in equal parts ``kv{i}`` from the prefill server's GPU i to the decode
     server's GPU i (over NVLink to and from them: free), for every index i both
     servers have in their pools, as a transfer engine spreads it over the NICs.
-    ValueError when a cache must be offloaded and there is no storage endpoint."""
+    ValueError when a cache must be offloaded and there is no storage endpoint.
+
+    Colocated: ranks 0..N-1, each GPU's stream as planned: ``prefill`` (released at
+    the arrival), ``i0/g{g}/d{k}`` (consecutive decode steps of one batch), and
+    zero-length ``first`` and ``rest`` after the steps that made a request's first
+    and last tokens."""
+    if job.colocated:
+        return _colocated_graph(job)
     nodes: list[Node] = []
     p_count = job.prefill
     rank_at = {place: rank for rank, place in enumerate(places)}
@@ -225,4 +263,23 @@ def serve_graph(job: ServingJob, places: Sequence[tuple[str, int]] = (),
         nodes.append(Node(pre + "first", "compute", slot, tuple(kv), step, rank=d))
         nodes.append(Node(pre + "rest", "compute", slot, (), (req.output - 1) * step,
                           rank=d))
+    return nodes
+
+
+def _colocated_graph(job: ServingJob) -> list[Node]:
+    nodes: list[Node] = []
+    for g, ops in enumerate(job.colocated_plan.ops):
+        stream = f"g{g}"
+        for k, op in enumerate(ops):
+            if op.kind == "decode":
+                nodes.append(Node(f"i0/g{g}/d{k}", "compute", stream, (), op.duration_s,
+                                  rank=g))
+            elif op.kind == "prefill":
+                nodes.append(Node(f"i0/r{op.request}/prefill", "compute", stream, (),
+                                  op.duration_s, rank=g,
+                                  release_s=job.requests[op.request].arrival_s))
+            else:
+                mark = "first" if op.kind == "first" else "rest"
+                nodes.append(Node(f"i0/r{op.request}/{mark}", "compute", stream, (), 0.0,
+                                  rank=g))
     return nodes

@@ -5,7 +5,7 @@ flows and agent work by :mod:`.jobs_plan`).
 Kinds: ``training`` (a :class:`~.jobs_graph.TrainingJob`, expanded by
 :func:`~.jobs_graph.world_step`), ``inference`` (a
 :class:`~.jobs_serve.ServingJob`: prefill GPUs first, then decode GPUs, by
-:func:`~.jobs_serve.serve_graph`; one "iteration"; the storage nodes that
+:func:`~.jobs_serve.serve_graph`; colocated: the pool's GPUs once; one "iteration"; the storage nodes that
 take offloaded KV caches are ranks after the GPUs) and ``chakra`` (Chakra ET traces, one per
 rank, made a graph by :func:`~.chakra.trace_graph`; ``iterations`` repeats
 the traced step, each repeat's first nodes waiting for the whole step before).
@@ -87,7 +87,8 @@ class JobSpec:
                 "model": vars(v.model).copy(), "gpu": vars(v.gpu).copy(),
                 "hbm_bytes_per_s": v.hbm_bytes_per_s, "prefill": v.prefill, "decode": v.decode,
                 "requests": [vars(r).copy() for r in v.requests], "max_batch": v.max_batch,
-                "hbm_kv_bytes": v.hbm_kv, "storage": list(self.storage)}
+                "hbm_kv_bytes": v.hbm_kv, "storage": list(self.storage),
+                "colocated": v.colocated}
         else:
             data["traces"] = list(self.traces)
         return data
