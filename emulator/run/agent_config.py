@@ -304,9 +304,11 @@ def build_agent_configs(scenario: Scenario, flows: Sequence[FlowSpec],
                 "qp": qp.qpn, "size_bytes": size, "op": ops[qp.flow],
                 "tag": op.tag if qp.stripe == 0 else f"{op.tag}.{qp.stripe}",
                 "at_s": op.at_ns / 1e9, "after_rx": after, "delay_s": op.delay_ns / 1e9})
-    for work in jobs:  # a job's compute on a server that sends and receives nothing
-        if work.server not in configs:  # (a colocated serving GPU): an agent on one NIC
-            nic(work.server, next(g.name for g in topo.gpus if g.server == work.server))
+    for gpu in (g for job in scenario.jobs for g in job.gpus):
+        # a job's GPU on a server that sends and receives nothing (a colocated serving
+        # GPU computes alone): an agent on its NIC, as agent_servers has it
+        if topo.gpu(gpu).server not in configs:
+            nic(topo.gpu(gpu).server, gpu)
     _job_work(configs, jobs, stripes_of, ops, scenario.source)
     return configs
 

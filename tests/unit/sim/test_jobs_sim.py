@@ -403,3 +403,74 @@ def test_requests_from_a_trace_file_run_as_the_same_requests_drawn(tmp_path):
     _, b = run({**traced, "arrivals": "trace.csv"}, duration="40ms", base=str(tmp_path))
     assert a["serving"]["completed"] == 6
     assert b["serving"] == a["serving"]
+
+
+def _planned(job) -> tuple[list[float], list[float]]:
+    """TTFT and TPOT of every request of a colocated job on the plan's own clock."""
+    first = {op.request: op.start_s for ops in job.colocated_plan.ops for op in ops
+             if op.kind == "first"}
+    ttft = [first[a.request] - job.requests[a.request].arrival_s for a in job.admissions]
+    tpot = [(a.done_s - first[a.request]) / (job.requests[a.request].output - 1)
+            for a in job.admissions if job.requests[a.request].output > 1]
+    return ttft, tpot
+
+
+def test_colocated_serving_moves_no_kv_but_decode_steps_wait_behind_prefills():
+    """The same 2 GPUs, srv0/gpu0 and srv2/gpu1: disaggregated (the first prefills, the
+    second decodes; every 2 MiB cache crosses the spine) against colocated (each
+    prefills and decodes its own requests, r mod 2). A lone request: colocated TTFT is
+    the prefill and one step, the hand-off less. 8 requests (16 tokens, 4 ms mean gap,
+    batch 4, steps of 2-2.8 ms, prefills of 3.36 ms): colocated moves nothing, but a
+    newcomer's prefill stalls its GPU's running batch, so TPOT exceeds the longest
+    step, which is the disaggregated TPOT."""
+    both = ["srv0/gpu0", "srv2/gpu1"]
+    coloc = {"prefill": both, "decode": both, "hbm_tb_per_s": 0.01}
+    disagg = {"prefill": both[:1], "decode": both[1:], "hbm_tb_per_s": 0.01}
+    scenario, lone_c = run(serving(**coloc, requests=1), duration="30ms")
+    _, lone_d = run(serving(**disagg, requests=1), duration="30ms")
+    job = scenario.jobs[0].serving
+    prefill, step = job.prefill_s(1024), job.step_s(1024)
+    a, b = lone_c["serving"], lone_d["serving"]
+    assert a["ttft_p50_s"] == pytest.approx(prefill + step, rel=0.01)
+    assert b["ttft_p50_s"] == pytest.approx(prefill + b["kv_handoff_p50_s"] + step, rel=0.01)
+    assert a["tpot_mean_s"] == pytest.approx(step, rel=0.01)
+    assert b["tpot_mean_s"] == pytest.approx(step, rel=0.01)
+    assert a["kv_handoff_p50_s"] is None and a["kv_share_of_ttft"] == 0.0
+    assert lone_c["flows"] == 0 and lone_c["gpus"] == both
+
+    load_ = {"requests": 8, "interval": "4ms", "output": 16, "max_batch": 4}
+    scenario, c = run(serving(**coloc, **load_), duration="150ms", whole=True)
+    _, d = run(serving(**disagg, **load_), duration="150ms", whole=True)
+    job = scenario.jobs[0].serving
+    cs, ds = c["jobs"][0]["serving"], d["jobs"][0]["serving"]
+    assert (cs["mode"], ds["mode"]) == ("colocated", "disaggregated")
+    assert cs["completed"] == ds["completed"] == 8
+    # colocated: no KV over the fabric
+    assert c["networks"]["backend"]["bytes"] == 0 and c["jobs"][0]["flows"] == 0
+    assert d["networks"]["backend"]["bytes"] > 8 * job.kv_bytes(1024)
+    assert cs["kv_handoff_p99_s"] is None and cs["kv_handoff_p99_dc_s"] is None
+    assert cs["kv_share_of_ttft"] == 0.0 < ds["kv_share_of_ttft"]
+    # disaggregated decode: every step the full batch's; colocated: none longer
+    batch4 = job.step_s(1024, 4)
+    assert ds["tpot_mean_s"] == pytest.approx(batch4, rel=1e-3)
+    steps = [op.duration_s / op.steps for ops in job.colocated_plan.ops for op in ops
+             if op.kind == "decode"]
+    assert max(steps) == pytest.approx(batch4) and min(steps) == pytest.approx(step)
+    # ... yet colocated TPOT is longer: the steps wait behind the newcomers' prefills
+    assert cs["tpot_mean_s"] > 1.05 * ds["tpot_mean_s"]
+    assert cs["tpot_p99_s"] > batch4 + prefill / 16
+    # the run is the plan: TTFT and TPOT as the GPUs' streams give them, within 1 %
+    ttft, tpot = _planned(job)
+    assert cs["ttft_mean_s"] == pytest.approx(sum(ttft) / len(ttft), rel=0.01)
+    assert cs["ttft_p99_s"] == pytest.approx(max(ttft), rel=0.01)
+    assert cs["tpot_mean_s"] == pytest.approx(sum(tpot) / len(tpot), rel=0.01)
+    assert cs["tpot_p99_s"] == pytest.approx(max(tpot), rel=0.01)
+    assert cs["tpot_mean_dc_s"] == cs["tpot_mean_s"]  # sim: the twins equal them
+    print(f"\n[sim] lone request TTFT {a['ttft_p50_s'] * 1e3:.3f} ms colocated (prefill "
+          f"{prefill * 1e3:.3f} + step {step * 1e3:.3f}) vs {b['ttft_p50_s'] * 1e3:.3f} ms "
+          f"disaggregated (hand-off {b['kv_handoff_p50_s'] * 1e3:.3f}); 8 requests: TTFT "
+          f"mean/p99 {cs['ttft_mean_s'] * 1e3:.2f}/{cs['ttft_p99_s'] * 1e3:.2f} vs "
+          f"{ds['ttft_mean_s'] * 1e3:.2f}/{ds['ttft_p99_s'] * 1e3:.2f} ms, TPOT mean/p99 "
+          f"{cs['tpot_mean_s'] * 1e3:.3f}/{cs['tpot_p99_s'] * 1e3:.3f} vs "
+          f"{ds['tpot_mean_s'] * 1e3:.3f}/{ds['tpot_p99_s'] * 1e3:.3f} ms, KV share "
+          f"{cs['kv_share_of_ttft']:.0%} vs {ds['kv_share_of_ttft']:.0%}")
