@@ -239,7 +239,7 @@ def jobs_table(jobs: Sequence[Mapping[str, Any]], units: Units | None = None) ->
             offloaded = (serving.get("kv_offload") or {}).get("offloaded")
             note = "" if share is None else f"KV {share:.0%} of TTFT"
             if serving.get("mode") == "colocated":
-                note = "colocated: no KV hand-off"
+                note = "colocated"  # no KV hand-off: the share is 0 by design
             if offloaded:
                 note += f", {offloaded} offloaded to storage"
             table.add_row(j["id"], j["kind"], str(j["ranks"]),
