@@ -210,3 +210,27 @@ def test_the_summary_says_colocated():
     console.print(jobs_table([job_]))
     text = console.export_text()
     assert "colocated" in text and "KV 0% of TTFT" not in text
+
+
+def test_a_live_run_slows_the_colocated_gpus_compute_and_arrivals_with_the_links():
+    """target builtin, time_scale 1000: both servers get an agent (no flow reaches
+    either), whose prefills take 1000 x as long and start not before 1000 x the
+    arrival; the configs parse."""
+    sc = scenario_from_dict({"name": "t", "target": "builtin", "duration": "1s",
+                             "time_scale": 1000, "topology": TOPO,
+                             "workload": {"jobs": [serving(interval="1ms")]}},
+                            "<t>", ".", "builtin")
+    (plan,) = job_plans(sc)
+    assert plan.spec.compute_scale == sc.time_scale == 1000 and list(plan.flows) == []
+    flows = expand_workload(sc)
+    qps = plan_qps(sc, flows)
+    assert agent_servers(sc, qps) == ["srv0", "srv1"]
+    configs = build_agent_configs(sc, flows, 0.0, qps, (), jobs=list(plan.works))
+    job_ = sc.jobs[0].serving
+    for cfg in configs.values():
+        parse_config(cfg)
+    mine = {m["tag"]: m for m in configs["srv1"]["workload"]["messages"]}
+    for r in (1, 3):
+        prefill = mine[f"s/i0/r{r}/prefill"]
+        assert prefill["delay_s"] == pytest.approx(1000 * job_.prefill_s(100), rel=1e-6)
+        assert prefill["at_s"] == pytest.approx(1000 * job_.requests[r].arrival_s, abs=1e-6)
