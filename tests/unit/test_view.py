@@ -342,3 +342,14 @@ def test_grafana_dashboard_queries_only_exported_metrics() -> None:
     assert queried and queried <= set(METRIC_NAMES), queried - set(METRIC_NAMES)
     assert {"aifabric_queue_ecn_marked_packets_total",
             "aifabric_nic_pfc_paused_seconds_total"} <= queried
+    # a $network variable from the ports' network label filters every switch-port query
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["name"] == "network"]
+    assert "label_values(aifabric_port_info, network)" in variable["definition"]
+    assert variable["includeAll"] and variable["allValue"] == ".*"
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            for name, selector in re.findall(r"(aifabric_[a-z0-9_]+)(\{[^}]*\})?",
+                                             target["expr"]):
+                port_metric = name.startswith(("aifabric_port_", "aifabric_queue_",
+                                               "aifabric_pfc_"))
+                assert (selector == '{network=~"$network"}') == port_metric, target["expr"]
