@@ -10,7 +10,8 @@ CPU (:mod:`.cpu`). :func:`judge` turns that into::
 
     fidelity: {faithful, reasons, switch_late_p99_us, switch_late_max_us,
                switch_rx_wait_p99_us, agent_late_p99_us, agent_late_max_us,
-               lag_given_up_s, rx_overruns, rx_ring_holes, cpu_busy, cpu_busy_max,
+               lag_given_up_s, rx_overruns, rx_ring_holes, headroom_overflows,
+               cpu_busy, cpu_busy_max,
                cores, limit_us, realtime, worst, behind_spans,
                suggested_time_scale, measured, rule}
 
@@ -35,7 +36,13 @@ switch port and NIC agent that carried at least :data:`MIN_EVENTS` frames,
   :data:`LAG_TOLERANCE` of the run's duration (a single hiccup of a few
   milliseconds in a run of seconds skews no rate; lag given up at every
   turn does), and
-- the kernel dropped no frame for a full socket (no receive overrun), and
+- the kernel dropped no frame for a full socket (no receive overrun),
+- no switch dropped a lossless frame past its headroom (a headroom holds
+  what its link carries in flight once XOFF is sent, with the peer's
+  response time; the scenario checks refuse a smaller one): an overflow
+  means a switch took in a backlog, or a NIC answered the pause, later
+  than the emulated fabric would have (a stall of ms is enough at an
+  emulated rate of Mb/s), and
 - no fed flow (``size: unlimited``, or stopped by an event) ran dry
   because the runner fell behind posting its chunks (``feeder_starved``),
   and no event was carried out more than :data:`EVENT_SLACK_S` late.
@@ -98,8 +105,8 @@ def host_stalled(fidelity: Mapping[str, Any]) -> bool:
         or (fidelity.get("cpu_steal_max") or 0.0) >= STEAL_MAX_NOTABLE
 RULE = (f"p99 lateness of departures (switch ports, NIC agents) and of switch receive waits "
         f"at most one {REFERENCE_FRAME_BYTES} B frame time at the port's rate, lag given up "
-        f"at most {LAG_TOLERANCE:.1%} of the run, no receive overrun, no fed flow run dry, no "
-        "event late")
+        f"at most {LAG_TOLERANCE:.1%} of the run, no receive overrun, no lossless frame "
+        "dropped past its headroom, no fed flow run dry, no event late")
 
 
 NICE_STEPS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
@@ -149,6 +156,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
     switch_late, rx_wait = LatenessHistogram(), LatenessHistogram()
     given_up_switch = 0.0
     overruns = holes = 0
+    overflows: dict[str, int] = {}
 
     def bound(where: str, what: str, hist: LatenessHistogram, limit_us: float) -> None:
         if hist.count < MIN_EVENTS or math.isinf(limit_us):
@@ -190,6 +198,8 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
             given_up_switch += port.get("lag_given_up_s", 0.0)
             overruns += port.get("rx_overruns", 0)
             holes += port.get("rx_ring_holes", 0)
+            if port.get("headroom_overflows"):
+                overflows[_where(name, port)] = port["headroom_overflows"]
     agent_late = LatenessHistogram()
     given_up_agents = 0.0
     measured_agents = 0
@@ -222,6 +232,12 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
     if overruns:
         reasons.append((10.0, f"{overruns} frames dropped by the kernel (switch receive "
                               "overruns): a switch did not read its sockets in time"))
+    if overflows:
+        where = ", ".join(f"{w} ({n})" for w, n in overflows.items())
+        reasons.append((10.0, f"{sum(overflows.values())} lossless frames dropped past their "
+                              f"headroom at {where}: a headroom holds what its link carries "
+                              "in flight, so a switch or a NIC agent reacted late (switch "
+                              f"departures up to {switch_late.max_us} µs late)"))
     switch_measured = any(switches.values())
     if not switch_measured and target != "sim":
         note = (f"switches not measured ({target} has no lateness counters): judged on the "
@@ -247,6 +263,7 @@ def judge(switches: Mapping[str, Mapping[str, Any] | None],
         "feeder_starved": feeder_starved,
         "rx_overruns": overruns if switch_measured else None,
         "rx_ring_holes": holes if switch_measured else None,
+        "headroom_overflows": sum(overflows.values()) if switch_measured else None,
         "cpu_busy": cpu.get("cpu_busy"),
         "cpu_busy_max": cpu.get("cpu_busy_max"),
         "cpu_steal": cpu.get("cpu_steal"),

@@ -89,6 +89,8 @@ def fidelity_parts(results: Mapping[str, Any]) -> list[Any]:
             ("receive overruns", str(f.get("rx_overruns", "n/a"))),
             ("CPU busy (mean / max)", f"{_pct(f.get('cpu_busy'))} / {_pct(f.get('cpu_busy_max'))}"
                                       f" of {f.get('cores', '?')} cores")]
+    if f.get("headroom_overflows"):
+        rows.insert(-1, ("lossless frames past headroom", str(f["headroom_overflows"])))
     if f.get("rx_ring_holes"):
         rows.insert(-1, ("receive ring slots skipped", f"{f['rx_ring_holes']} (a frame behind each "
                                                        "waited 1 ms)"))

@@ -343,3 +343,27 @@ def test_receive_ring_holes_are_reported_per_port_and_in_the_verdict():
     assert f["rx_ring_holes"] == 2 and f["faithful"] is True  # reported, not judged
     assert judge({}, {"h1": _agent([10] * 300)}, None, start_unix=0, end_unix=1,
                  target="bmv2")["rx_ring_holes"] is None
+
+
+def test_a_lossless_frame_dropped_past_its_headroom_makes_a_live_run_unfaithful():
+    # A peer that ignores XOFF (as a NIC agent or switch that stalled for
+    # ms would): after XOFF (4 KB) the headroom (3 KB) takes three more 1 KB
+    # frames, the other four are dropped past it.
+    lossless = PortConfig(rate_bps=1e6, lossless_priorities=frozenset({3}), xoff_bytes=4_000,
+                          xon_bytes=2_000, headroom_bytes=3_000)
+    dp, clock, ports = make_dataplane({1: lossless, 2: PortConfig(rate_bps=1e6)})
+    for i in range(12):
+        dp.receive(1, ipv4_frame(2, 1000, priority=3, ident=i))
+    rows = {p["port"]: p for p in dp.fidelity()["ports"]}
+    assert rows[1]["headroom_overflows"] == 4 and rows[2]["headroom_overflows"] == 0
+    answer = _switch([5] * 300, [3] * 300)
+    answer["ports"][0]["headroom_overflows"] = 4
+    f = judge({"s1": answer}, {}, None, start_unix=10.0, end_unix=12.0)
+    assert f["faithful"] is False and f["headroom_overflows"] == 4
+    assert len(f["reasons"]) == 1 and "4 lossless frames dropped past their headroom at s1 port" \
+        in f["reasons"][0]
+    assert "headroom" in f["rule"]
+    dp.reset_stats()
+    assert dp.fidelity([1])["ports"][0]["headroom_overflows"] == 0
+    clean = judge({"s1": _switch([5] * 300, [3] * 300)}, {}, None, start_unix=10.0, end_unix=12.0)
+    assert clean["faithful"] is True and clean["headroom_overflows"] == 0

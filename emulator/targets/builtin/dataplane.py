@@ -653,8 +653,9 @@ class DataPlane:
     def fidelity(self, ports: Iterable[int] | None = None) -> dict[str, Any]:
         """How far behind its schedule this switch ran (since the last reset):
         per port with a rate, the lateness histogram of its departures, the
-        lag it gave up, frames the kernel dropped (overruns) and how long
-        received frames waited in the socket; and the switch's
+        lag it gave up, frames the kernel dropped (overruns), lossless frames
+        its headroom could not take and how long received frames waited in
+        the socket; and the switch's
         :class:`~emulator.fidelity.BehindSeries` (times on this clock)."""
         numbers = sorted(self.ports) if ports is None else list(ports)
         out = []
@@ -672,6 +673,7 @@ class DataPlane:
                 "rx_overruns": backend.poll_overruns() if hasattr(backend, "poll_overruns")
                 else 0,
                 "rx_ring_holes": _ring_holes(backend),
+                "headroom_overflows": ps.counters.drops["headroom_overflow"],
                 "rx_wait": None if rx_wait is None else rx_wait.to_dict()})
         return {"time_s": self.clock(), "ports": out, "behind": self.behind.to_dict()}
 

@@ -72,7 +72,8 @@ PFC frames, paused time and CE marks at the same sampling instants
 
 ``GetFidelity`` answers ``{"time_s", "unix_offset_s", "ports": [{"port",
 "name", "rate_bps", "frame_us", "late", "lag_given_up_s",
-"lag_given_up_events", "rx_overruns", "rx_ring_holes", "rx_wait"}, ...],
+"lag_given_up_events", "rx_overruns", "rx_ring_holes", "headroom_overflows",
+"rx_wait"}, ...],
 "behind":
 {"interval_s", "bins": [[start, events, late, max_late_us,
 given_up_us], ...]}}``: how late each port's departures left against their
