@@ -61,11 +61,13 @@ class CpuSampler:
         self.steal_samples: list[tuple[float, float]] = []  # (unix time at the end, steal)
         self._first: tuple[int, int, int] | None = None
         self._last: tuple[int, int, int] | None = None
+        self._last_at = 0.0   # monotonic time of _last
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> "CpuSampler":
         self._first = self._last = read_cpu_counters(self.path)
+        self._last_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="aifabric-cpu", daemon=True)
         self._thread.start()
         return self
@@ -74,22 +76,28 @@ class CpuSampler:
         while not self._stop.wait(self.interval_s):
             self._sample()
 
-    def _sample(self) -> None:
+    def _sample(self, final: bool = False) -> None:
         now = read_cpu_counters(self.path)
         if now is None or self._last is None:
             return
         busy, total = now[0] - self._last[0], now[1] - self._last[1]
-        if total > 0:
+        at = time.monotonic()
+        # The last stretch (stop() just after a sample) can be a jiffy or
+        # two, whose share is noise (0 or 1): it counts in the mean, not as
+        # a sample of its own.
+        short = final and bool(self.samples) and at - self._last_at < self.interval_s / 2
+        if total > 0 and not short:
             t = time.time()
             self.samples.append((t, busy / total))
             self.steal_samples.append((t, (now[2] - self._last[2]) / total))
         self._last = now
+        self._last_at = at
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2 * self.interval_s + 1.0)
-        self._sample()
+        self._sample(final=True)
 
     def result(self, since_unix: float | None = None) -> dict[str, Any]:
         """``cpu_busy`` (mean over the sampled time, or over the samples

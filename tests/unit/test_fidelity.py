@@ -251,6 +251,33 @@ def test_cpu_sampler_reads_proc_stat(tmp_path):
     assert CpuSampler(path=str(tmp_path / "none")).start().result()["cpu_busy"] is None
 
 
+def test_cpu_sampler_keeps_a_short_last_stretch_out_of_its_samples(tmp_path, monkeypatch):
+    # stop() just after a sample reads a jiffy or two: 0 % or 100 % busy,
+    # noise the live view would publish as the machine's CPU use
+    from emulator.fidelity import cpu as cpu_module
+    clock = [100.0]
+    monkeypatch.setattr(cpu_module.time, "monotonic", lambda: clock[0])
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\n")
+    sampler = CpuSampler(interval_s=0.25, path=str(stat))
+    sampler._first = sampler._last = cpu_module.read_cpu_counters(str(stat))
+    sampler._last_at = clock[0]
+    stat.write_text("cpu  150 0 100 850 0 0 0 0 0 0\n")  # 50 busy of 100
+    clock[0] += 0.25
+    sampler._sample()
+    stat.write_text("cpu  150 0 100 851 0 0 0 0 0 0\n")  # 1 idle jiffy, 2 ms later
+    clock[0] += 0.002
+    sampler._sample(final=True)
+    result = sampler.result()
+    assert [b for _, b in result["samples"]] == [0.5] and result["cpu_busy_max"] == 0.5
+    assert result["cpu_busy"] == pytest.approx(50 / 101, abs=0.001)  # the mean keeps it
+    # a final stretch of half an interval or more is a sample of its own
+    stat.write_text("cpu  170 0 100 871 0 0 0 0 0 0\n")
+    clock[0] += 0.2
+    sampler._sample(final=True)
+    assert [b for _, b in sampler.result()["samples"]] == [0.5, 0.5]
+
+
 def test_events_carried_out_late_are_a_reason():
     events = [{"kind": "stop_flow", "at_ns": 1_000_000_000, "applied_at_s": 1.03},
               {"kind": "pfc_storm_start", "at_ns": 300_000_000, "applied_at_s": 0.3,
