@@ -69,6 +69,7 @@ from emulator.scenario.spec import EventSpec, Scenario
 from emulator.scenario.workload import (
     collective_plans, expand_workload, job_plans, stopped_flows,
 )
+from emulator.sim.collector import settled_collector
 from emulator.sim.parallel import WindowStats, run_windows
 from emulator.sim.partition import describe
 from emulator.topology import scale_up_tier
@@ -235,7 +236,8 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
         checkpoint(ranks, error, "building the fabric")
         driving = time.perf_counter()
         done = _work_done_check(scenario, qps, nodes, fabric, ranks)
-        end, stats = _drive(scenario, engine, fabric, ranks, progress, share, done)
+        with settled_collector():
+            end, stats = _drive(scenario, engine, fabric, ranks, progress, share, done)
         drive_wall_s = time.perf_counter() - driving
         timings["traffic_end_s"] = round(time.perf_counter() - wall, 3)
         for server, node in nodes.items():

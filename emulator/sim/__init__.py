@@ -3,6 +3,7 @@
 - :mod:`.engine`: the simulated clock and the one event heap;
 - :mod:`.links`: links, their ends (the switch ports' and NICs' back ends)
   and the engine components for switches and NIC agents;
+- :mod:`.collector`: the garbage collector kept out of a run's way;
 - :mod:`.fabric`: a topology's switches, links and agents, programmed by the
   controller over in-process P4Runtime (:mod:`.p4rt`).
 
