@@ -217,22 +217,88 @@ def key_paths(roles: dict[str, Type], fields: set[tuple[str, str]]) -> list[str]
     return paths
 
 
+# Standard-metadata fields the pipeline sets before ingress runs (besides
+# the volatile ones, never in a key).
+SET_BEFORE_INGRESS = frozenset({"ingress_port", "instance_type", "parser_error",
+                                "checksum_error"})
+
+
+def varying_paths(roles: dict[str, Type], paths: list[str],
+                  before: set[tuple[str, str]]) -> list[str]:
+    """Of ``paths``, those whose values may differ between packets received
+    from a port when ingress starts: fields the parser or checksum
+    verification may touch (``before``, as :func:`touched` gives them), the
+    validity of any header type they touch, and the standard metadata the
+    pipeline sets first. Every other field then holds its fresh value
+    (zero, invalid) for every such packet, so it need not be in a key."""
+    kept = []
+    touched_types = {t for t, _ in before}
+    for path in paths:
+        parts = path.split(".")
+        t: Type = roles[parts[0]]
+        for name in parts[1:-1]:
+            t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
+        leaf = parts[-1]
+        if leaf == "_v":
+            if t.name in touched_types:  # type: ignore[attr-defined]
+                kept.append(path)
+            continue
+        field = next(f.name for f in t.fields if py_ident(f.name) == leaf)  # type: ignore[attr-defined]
+        if (t.name, field) in before or (t.name, ALL) in before \
+                or (isinstance(t, StructType) and t.name == STANDARD_METADATA
+                    and field in SET_BEFORE_INGRESS):  # type: ignore[attr-defined]
+            kept.append(path)
+    return kept
+
+
 def _compile(source: str) -> dict[str, object]:
     ns: dict[str, object] = {}
     exec(compile(source, "<p4 decision cache>", "exec"), ns)  # noqa: S102 - our own code
     return ns
 
 
+def _hoisted(paths: list[str]) -> tuple[list[str], list[str]]:
+    """Lines binding every prefix two or more ``paths`` share to a local
+    (``h1 = F.hdr``, ``h2 = h1.ipv4``), and each path's expression on them:
+    one attribute load per path instead of one per dot."""
+    uses: dict[str, int] = {}
+    for p in paths:
+        parts = p.split(".")
+        for i in range(1, len(parts)):
+            prefix = ".".join(parts[:i])
+            uses[prefix] = uses.get(prefix, 0) + 1
+    names: dict[str, str] = {}
+    lines: list[str] = []
+
+    def expr(path: str) -> str:
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in names:
+                return ".".join([names[prefix]] + parts[i:])
+        return "F." + path
+    for prefix in sorted(uses, key=lambda q: (q.count("."), list(uses).index(q))):
+        if uses[prefix] >= 2:
+            code = expr(prefix)
+            names[prefix] = f"h{len(names)}"
+            lines.append(f"    {names[prefix]} = {code}")
+    return lines, [expr(p) for p in paths]
+
+
 def reader(paths: list[str]) -> Callable[[object], tuple]:
     """Generated ``read(F) -> tuple`` of ``paths``."""
-    return _compile(f"def read(F):\n    return ({''.join(f'F.{p}, ' for p in paths)})\n")["read"]  # type: ignore[return-value]
+    lines, exprs = _hoisted(paths)
+    body = "\n".join(lines + [f"    return ({''.join(e + ', ' for e in exprs)})"])
+    return _compile(f"def read(F):\n{body}\n")["read"]  # type: ignore[return-value]
 
 
 def writer(paths: list[str]) -> Callable[[object, tuple], None]:
     """Generated ``write(F, values)`` of ``paths``."""
     if not paths:
         return _compile("def write(F, v):\n    pass\n")["write"]  # type: ignore[return-value]
-    return _compile(f"def write(F, v):\n    ({''.join(f'F.{p}, ' for p in paths)}) = v\n")["write"]  # type: ignore[return-value]
+    lines, exprs = _hoisted(paths)
+    body = "\n".join(lines + [f"    ({''.join(e + ', ' for e in exprs)}) = v"])
+    return _compile(f"def write(F, v):\n{body}\n")["write"]  # type: ignore[return-value]
 
 
 class DecisionCache:
@@ -242,11 +308,18 @@ class DecisionCache:
     is part of the key), the counter bumps and the change of the
     packet-length register."""
 
-    __slots__ = ("read", "entries", "paths", "hits", "misses", "_writers")
+    __slots__ = ("read", "read_key", "entries", "paths", "key_paths", "hits", "misses",
+                 "_writers")
 
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], key_paths: list[str] | None = None) -> None:
+        """``paths``: every field ingress may touch; ``key_paths`` (default
+        all): those that can differ between the packets keyed (see
+        :func:`varying_paths`), what :attr:`read_key` reads."""
         self.paths = paths
+        self.key_paths = paths if key_paths is None else key_paths
         self.read = reader(paths)
+        self.read_key = self.read if key_paths is None or key_paths == paths \
+            else reader(key_paths)
         self.entries: dict[tuple, tuple[Callable[[object, tuple], None], tuple, tuple, int]] = {}
         self.hits = 0
         self.misses = 0
@@ -258,8 +331,12 @@ class DecisionCache:
         """Empty the cache (the control plane changed something)."""
         self.entries.clear()
 
-    def store(self, key: tuple, after: tuple, bumps: tuple, length_delta: int) -> None:
-        changed = tuple(i for i, (a, b) in enumerate(zip(key, after)) if a != b or type(a) is not type(b))
+    def store(self, key: tuple, before: tuple, after: tuple, bumps: tuple,
+              length_delta: int) -> None:
+        """Keep what ingress did to a packet of ``key`` (:attr:`read_key`'s),
+        given every field before and after it (:attr:`read`'s)."""
+        changed = tuple(i for i, (a, b) in enumerate(zip(before, after))
+                        if a != b or type(a) is not type(b))
         write = self._writers.get(changed)
         if write is None:
             write = self._writers[changed] = writer([self.paths[i] for i in changed])

@@ -86,6 +86,19 @@ class Layouts:
             raise TypeError(f"{t} is not an aggregate type")
         return self._names[t]
 
+    def pack_expr(self, t: HeaderType, var: str) -> str | None:
+        """The bytes of header ``var`` (of type ``t``) as one call of its
+        class's packer, for code that emits it inline (no ``_emit`` call);
+        None where the header has no fixed layout (a varbit field)."""
+        name = self.class_name(t)
+        fields = [(py_ident(f.name), f.type) for f in t.fields]
+        groups = _fixed_plan(t, fields) if fields else None
+        if groups is None:
+            return None
+        widths = [field_width(ft) for _, ft in fields]
+        codes = [_field_to_unsigned(f"{var}.{s}", ft) for s, ft in fields]
+        return f"_p_{name}({bytepack.pack_args(groups, codes, widths)})"
+
     def new_value(self, t: Type) -> str:
         """Python expression creating a fresh default value of type ``t``
         (zero for scalars, invalid for headers)."""

@@ -25,7 +25,7 @@ from emulator.p4.errors import RuntimeConfigError
 from emulator.p4.exec.blocks import CompiledBlocks, ModuleBuilder
 from emulator.p4.exec.codegen import unsupported
 from emulator.p4.exec.decisions import (
-    DecisionCache, key_paths, replay_bumps, touched, Uncacheable,
+    DecisionCache, key_paths, replay_bumps, touched, Uncacheable, varying_paths,
 )
 from emulator.p4.exec.externs import (
     Counter, Cursor, ExitBlock, HASHES, Meter, PacketContext, ParserError, Register,
@@ -187,7 +187,7 @@ class V1ModelPipeline:
         if self.cache_off_reason is None:
             try:
                 paths = key_paths(self._types, touched(self.ingress_block))  # type: ignore[arg-type]
-                self.decisions = DecisionCache(paths)
+                self.decisions = DecisionCache(paths, self._varying(paths))
             except Uncacheable as exc:
                 self.cache_off_reason = str(exc)
         for table in self.tables.values():
@@ -231,6 +231,16 @@ class V1ModelPipeline:
             else:
                 continue
             self.instances[id(inst)] = obj
+
+    def _varying(self, paths: list[str]) -> list[str] | None:
+        """The key paths that can differ between packets from a port when
+        ingress starts (:func:`.decisions.varying_paths`); None (all of
+        them) where the parser or checksum verification cannot be walked."""
+        try:
+            before = touched(self.parser_block) | touched(self.verify_block)  # type: ignore[arg-type]
+        except Uncacheable:
+            return None
+        return varying_paths(self._types, paths, before)  # type: ignore[arg-type]
 
     def _block_param_types(self) -> dict[str, object]:
         params = self.parser_block.params
@@ -380,13 +390,13 @@ class V1ModelPipeline:
             if ctx.checksum_error:
                 f.sm.checksum_error = ctx.checksum_error
             decisions = self.decisions
-            if decisions is None or instance_type != NORMAL:
+            if decisions is None or instance_type != NORMAL or preserved:
                 try:
                     self._f_ingress(f)
                 except ExitBlock:
                     pass
             else:
-                key = decisions.read(f)
+                key = decisions.read_key(f)
                 cached = decisions.entries.get(key)
                 if cached is not None:
                     # The same fields in, the same tables: the same decisions.
@@ -401,6 +411,8 @@ class V1ModelPipeline:
                     ctx.nocache = False  # (the parser's and verify's marks don't count)
                     ctx.bumps = []
                     length_reg = ctx.length_reg
+                    read = decisions.read
+                    before = key if read is decisions.read_key else read(f)
                     try:
                         self._f_ingress(f)
                     except ExitBlock:
@@ -408,7 +420,7 @@ class V1ModelPipeline:
                     if not ctx.nocache and ctx.clone is None and ctx.resubmit is None \
                             and ctx.recirculate is None and ctx.truncate is None \
                             and not ctx.digests and not ctx.logs and ctx.meter_color is None:
-                        decisions.store(key, decisions.read(f), tuple(ctx.bumps),
+                        decisions.store(key, before, read(f), tuple(ctx.bumps),
                                         ctx.length_reg - length_reg)
             sm = f.sm
             if ctx.digests:

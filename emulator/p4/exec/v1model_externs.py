@@ -166,6 +166,10 @@ class V1ModelLowering:
         value = call.args[0]
         code = gen.expr(value)
         if isinstance(value.type, HeaderType):
+            h = gen.fresh("eh")
+            packed = gen.layouts.pack_expr(value.type, h)
+            if packed is not None:  # the packer called inline: no _emit call
+                return f"({h} := {code})._v and {out}.append({packed})"
             return f"{code}._v and {code}._emit({out})"
         if isinstance(value.type, (StructType, StackType, HeaderUnionType)):
             return f"{code}._emit({out})"
