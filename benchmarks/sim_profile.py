@@ -6,6 +6,15 @@ engine, its output folder kept, its hops per CPU second printed and, with
 
     python benchmarks/sim_profile.py --load permutation --k 4 --out /tmp/run-a [--profile]
     python benchmarks/sim_profile.py --compare /tmp/run-a /tmp/run-b
+    python benchmarks/sim_profile.py --load permutation --k 4 --size 400KB --bytecodes
+
+``--bytecodes`` counts the Python bytecodes the engine's runs execute
+(``sys.settrace`` with opcode events; about 7x slower), per hop and by
+function: a figure of the code alone, the same on every machine and every
+run, where CPU time on a shared machine moves by 15 % or more from run to
+run. Bytecodes are not all equal (a C call such as ``struct.pack`` is one),
+so confirm a change that moves them with a timed figure
+(``benchmarks/dataplane_path.py`` takes the least of several runs).
 
 ``--compare`` checks that two output folders hold the same bytes, machine
 figures aside (results.json's wall/CPU times and per-second rates), so a
@@ -78,13 +87,40 @@ def compare(a: Path, b: Path) -> list[str]:
     return diffs
 
 
+class BytecodeCounter:
+    """Bytecodes executed while :meth:`on` is the trace function, per
+    (file, function)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def on(self, frame: Any, event: str, _arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            code = frame.f_code
+            key = (code.co_filename, code.co_name)
+            self.counts[key] = self.counts.get(key, 0) + 1
+        return self.on
+
+    def report(self, hops: int, top: int) -> str:
+        total = sum(self.counts.values())
+        lines = [f"{total / hops:,.1f} bytecodes per hop [deterministic count], by function:"]
+        for (filename, name), n in sorted(self.counts.items(), key=lambda kv: -kv[1])[:top]:
+            where = filename.rsplit("/", 1)[-1]
+            lines.append(f"{n / hops:10.1f}  {where}:{name}")
+        return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load", default="permutation", help="permutation or ring")
     parser.add_argument("--k", type=int, default=4, help="fat-tree k of the permutation")
     parser.add_argument("--gpus", type=int, default=16, help="GPUs of the ring shift")
     parser.add_argument("--out", type=Path, default=Path("/tmp/sim-profile"))
+    parser.add_argument("--size", default="2MB", help="bytes per flow of the permutation")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--bytecodes", action="store_true",
+                        help="count the bytecodes the engine runs (deterministic)")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--sort", default="tottime", help="pstats order: tottime, cumtime, ...")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
@@ -97,12 +133,25 @@ def main() -> int:
     from emulator.scenario.loader import scenario_from_dict
     if args.load == "permutation":
         from tests.unit.sim.sim_kit import fat_tree_permutation
-        data = fat_tree_permutation(args.k, dcqcn=False)
+        from emulator.scenario.units import parse_size_bytes
+        data = fat_tree_permutation(args.k, dcqcn=False, size_bytes=parse_size_bytes(args.size))
     else:
         from benchmarks.sim_speed import ring_shift
         data = ring_shift(args.gpus, "256KB")
     scenario = scenario_from_dict(data, f"<{args.load}>")
     prof = cProfile.Profile() if args.profile else None
+    counter = BytecodeCounter() if args.bytecodes else None
+    if counter is not None:
+        from emulator.sim.engine import Engine
+        traced = Engine._run
+
+        def counted(self: Engine, *a: Any) -> float:
+            sys.settrace(counter.on)
+            try:
+                return traced(self, *a)
+            finally:
+                sys.settrace(None)
+        Engine._run = counted  # type: ignore[method-assign]
     if prof:
         # only the engine's runs (the events), not setup, P4 compiles or plots
         from emulator.sim.engine import Engine
@@ -121,6 +170,8 @@ def main() -> int:
         stats.sort_stats(args.sort).print_stats(args.top)
         print(generated_summary(stats, args.top))
     sim = results["sim"]
+    if counter is not None:
+        print(counter.report(sim["hops"], args.top))
     print(f"{args.load}: {sim['hops']} hops, {sim['cpu_s']:.2f} s CPU, "
           f"{sim['hops_per_cpu_s']} hops per CPU second [CPU]")
     return 0
