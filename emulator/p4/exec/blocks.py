@@ -57,14 +57,19 @@ class ModuleBuilder:
                  errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = (),
                  name: str = "",
                  types_cache: dict[tuple[str, tuple[tuple[str, int], ...]], dict[str, object]]
-                 | None = None) -> None:
+                 | None = None, cached_block: int | None = None) -> None:
         """``roles`` names the parameters of the package's blocks (one tuple
         per block); blocks with roles share one frame class,
         ``PacketFrame``, so a packet's frame passes from block to block
         without copying. ``name`` is added to the generated code's file name;
         ``types_cache`` (shared by the pipelines of one program) keeps the
-        generated classes for the next builder of the same program."""
+        generated classes for the next builder of the same program.
+        ``cached_block``: the index of the package block whose decisions
+        the architecture caches (v1model: ingress, see :mod:`.decisions`);
+        code only other blocks run neither marks passes nor keeps counter
+        bumps (None: all code does)."""
         self.program = program
+        self.cached_block = cached_block
         self.name = name
         self.types_cache = types_cache
         self.lowering = lowering
@@ -92,11 +97,16 @@ class ModuleBuilder:
 
     def _generate(self) -> None:
         gen = self.gen
-        for block in self.program.package.blocks:
+        for i, block in enumerate(self.program.package.blocks):
             for p in block.params:
                 if is_aggregate(p.type):
                     gen.layouts.class_name(p.type)
+            # A block's own actions and tables run in it alone; what blocks
+            # share (sub-controls, functions, top-level actions) is made
+            # below, as ingress code.
+            gen.tracks_cache = self.cached_block is None or i == self.cached_block
             self._block(block)
+        gen.tracks_cache = True
         while gen.pending_blocks or gen.pending_functions or gen.pending_actions:
             if gen.pending_blocks:
                 self._block(gen.pending_blocks.pop())
@@ -330,7 +340,8 @@ class ModuleBuilder:
                     if state.direct_counter:
                         gen.emit("e.packets += 1")
                         gen.emit("e.bytes += F._ctx.length")
-                        gen.emit("F._ctx.bumps.append(e)")  # replayed by a cached pass
+                        if gen.tracks_cache:
+                            gen.emit("F._ctx.bumps.append(e)")  # replayed by a cached pass
                     if state.direct_meter_kind and table.direct_meter is not None:
                         amount = "1" if state.direct_meter_kind == "packets" else "F._ctx.length"
                         key = id(table.direct_meter)

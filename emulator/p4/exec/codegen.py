@@ -96,6 +96,10 @@ class Codegen(StatementCodegen):
         # Why the program's ingress cannot be cached (see :mod:`.decisions`),
         # when generated code cannot mark a pass itself (a function has no frame).
         self.cache_blocked: str | None = None
+        # Whether the code being generated may run in ingress, the one block
+        # whose decisions are cached: only there are passes marked
+        # (``F._ctx.nocache``) and counter bumps kept for replay.
+        self.tracks_cache = True
 
     # ---- names -----------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -406,7 +410,7 @@ class Codegen(StatementCodegen):
         pass so its ingress decisions are not cached (:mod:`.decisions`)."""
         if self.scope.is_function:
             self.cache_blocked = self.cache_blocked or f"{why} in a function"
-        else:
+        elif self.tracks_cache:
             self.pre.append("F._ctx.nocache = True")
 
     def args_in_order(self, args: tuple[ir.Expr, ...], params: tuple[ir.Local, ...]) -> list[str]:

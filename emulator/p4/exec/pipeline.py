@@ -43,6 +43,7 @@ CLONE_I2E, CLONE_E2E = 0, 1
 # Frame slot names of the V1Switch blocks' parameters, block by block.
 ROLES = (("pkt_in", "hdr", "meta", "sm"), ("hdr", "meta"), ("hdr", "meta", "sm"),
          ("hdr", "meta", "sm"), ("hdr", "meta"), ("pkt_out", "hdr"))
+INGRESS_BLOCK = 2  # the V1Switch block whose decisions are cached (.decisions)
 MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
 # What egress finds in egress_spec: BMv2 sets it to DROP_PORT + 1, cut to 9 bits.
 EGRESS_SPEC_AT_EGRESS = (DROP_PORT + 1) & 0x1FF
@@ -165,7 +166,7 @@ class V1ModelPipeline:
         lowering = V1ModelLowering(self.instances, self.action_ids)
         self.compiled: CompiledBlocks = ModuleBuilder(
             program, lowering, tables_by_ir, vs_by_ir, self.errors, ROLES, name=name,
-            types_cache=types_cache).build()
+            types_cache=types_cache, cached_block=INGRESS_BLOCK).build()
         fns = [self.compiled.block_fns[id(b)] for b in program.package.blocks]
         (self._f_parser, self._f_verify, self._f_ingress, self._f_egress, self._f_compute,
          self._f_deparser) = fns

@@ -305,10 +305,11 @@ class V1ModelLowering:
             return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
         i = gen.fresh("ci")
         gen.pre.append(f"{i} = {gen.expr(call.args[0])}")
+        count = f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; {nbytes[0]}[{i}] += F._ctx.length"
+        if not gen.tracks_cache:
+            return count
         # The cell bumped, for a cached pass to bump again (.decisions).
-        return (f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; "
-                f"{nbytes[0]}[{i}] += F._ctx.length; "
-                f"F._ctx.bumps.append(({packets[0]}, {nbytes[0]}, {i}))")
+        return f"{count}; F._ctx.bumps.append(({packets[0]}, {nbytes[0]}, {i}))"
 
     def _m_direct_counter_count(self, gen: Codegen, call: ir.ExternCall, obj: str) -> str:
         return "pass"  # the table counts its hits itself, as BMv2 does
