@@ -110,6 +110,57 @@ def test_key_leaves_out_fields_ingress_never_reads(fabric) -> None:
         assert unread not in paths
 
 
+def test_key_leaves_out_fields_fresh_for_every_packet(fabric) -> None:
+    cache = _fabric(fabric).decisions
+    assert set(cache.key_paths) <= set(cache.paths)
+    # set by the parser or the pipeline before ingress: they vary
+    for varying in ("hdr.ipv4.ttl", "hdr.ipv4._v", "meta.l4_src_port", "sm.ingress_port"):
+        assert varying in cache.key_paths
+    # touched by ingress, but zero (or invalid) whenever ingress starts
+    for fresh in ("meta.flow_hash", "meta.ecmp_key", "sm.egress_spec", "sm.mcast_grp",
+                  "sm.priority", "hdr.packet_in._v"):
+        assert fresh in cache.paths and fresh not in cache.key_paths
+
+
+PARSED_META_PROGRAM = v1switch(
+    meta="struct metadata { bit<8> low; }",
+    parser="""
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); meta.low = hdr.eth.src[7:0]; transition accept; }
+}""",
+    ingress="apply { sm.egress_spec = (bit<9>)meta.low; }")
+
+
+def test_a_field_the_parser_sets_is_in_the_key() -> None:
+    # Ingress reads only meta.low, which the parser copies from the source
+    # MAC: two frames that differ there must not share a decision.
+    pipe = V1ModelPipeline(compile_text(PARSED_META_PROGRAM, "t.p4"), clock_us=StepClock())
+    assert pipe.decisions is not None and "meta.low" in pipe.decisions.key_paths
+    ports = []
+    for src in ("02:00:00:00:00:03", "02:00:00:00:00:05", "02:00:00:00:00:03"):
+        frame = bytes(Ether(src=src, dst="02:00:00:00:00:01", type=0x88B5) / (b"x" * 50))
+        res = pipe.ingress(1, frame)
+        ports.append([item.port for item in res.queued])
+    assert ports == [[3], [5], [3]]
+    assert pipe.decisions.hits == 1
+
+
+def test_only_code_ingress_runs_marks_passes(fabric) -> None:
+    # egress reads registers and random numbers on every packet: its code
+    # need not mark the pass (never cached), ingress's must
+    source = _fabric(fabric).compiled.source
+    body = source[source.index("def blk"):]
+    blocks = {}
+    for chunk in body.split("\ndef ")[1:]:
+        name = chunk.split("(")[0]
+        blocks[name] = chunk
+    egress = next(text for name, text in blocks.items() if name.endswith("_FabricEgress"))
+    ingress = next(text for name, text in blocks.items() if name.endswith("_FabricIngress"))
+    assert "C69_pfc_occupancy_values" in egress or "_values[" in egress  # it reads a register
+    assert "nocache" not in egress and "bumps" not in egress
+    assert "nocache" in ingress and "bumps" in ingress
+
+
 def test_a_table_write_changes_the_next_packets_decision(fabric) -> None:
     pipe = _fabric(fabric)
     frame = roce(dst="10.0.0.2")
