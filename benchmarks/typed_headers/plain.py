@@ -62,12 +62,14 @@ def process(data):
     i.ttl -= 1
     i.hdr_checksum = csum16(_p_ip9((i.version << 4) | i.ihl, (i.dscp << 2) | i.ecn, i.total_len, i.identification, (i.flags << 13) | i.frag_offset, i.ttl, i.protocol, i.src_addr, i.dst_addr)) & 65535
     out = []
+    # The deparser tests every header's validity, as the generated one does:
+    # packet_out/packet_in before Ethernet, pfc/pfc_pad/vlan/arp after it.
     for x in (H.a, H.b):
-        if x._v: pass
+        if x._v: out.append(b'')
     e = H.ethernet
     e._v and out.append(_p_eth(e.dst_addr.to_bytes(6, 'big'), (e.src_addr << 16) | e.ether_type))
     for x in (H.c, H.d, H.e, H.f):
-        if x._v: pass
+        if x._v: out.append(b'')
     i._v and out.append(_p_ip((i.version << 4) | i.ihl, (i.dscp << 2) | i.ecn, i.total_len, i.identification, (i.flags << 13) | i.frag_offset, i.ttl, i.protocol, i.hdr_checksum, i.src_addr, i.dst_addr))
     u = H.udp
     u._v and out.append(_p_udp(u.src_port, u.dst_port, u.length, u.checksum))

@@ -79,6 +79,8 @@ def process(bytes data):
     i.hdr_checksum = ip_csum(i)
     out = PyBytes_FromStringAndSize(NULL, n)
     q = <unsigned char*>PyBytes_AS_STRING(out)
+    if H.a._v or H.b._v or H.c._v or H.d._v or H.e._v or H.f._v:  # as plain.py: tested, never valid
+        raise ValueError("an invalid header became valid")
     if e._v:
         q[0] = (e.dst_addr >> 40) & 255; q[1] = (e.dst_addr >> 32) & 255; q[2] = (e.dst_addr >> 24) & 255; q[3] = (e.dst_addr >> 16) & 255; q[4] = (e.dst_addr >> 8) & 255; q[5] = e.dst_addr & 255
         q[6] = (e.src_addr >> 40) & 255; q[7] = (e.src_addr >> 32) & 255; q[8] = (e.src_addr >> 24) & 255; q[9] = (e.src_addr >> 16) & 255; q[10] = (e.src_addr >> 8) & 255; q[11] = e.src_addr & 255

@@ -189,15 +189,16 @@ def touched(control: ir.Control) -> set[tuple[str, str]]:
     return w.touched
 
 
-def key_paths(roles: dict[str, Type], fields: set[tuple[str, str]]) -> list[str]:
-    """Attribute paths on a packet frame (``hdr.ipv4.ttl``) of every touched
-    field and of every header's validity, per-packet standard metadata left
-    out, in a fixed order."""
-    paths: list[str] = []
+def _key_fields(roles: dict[str, Type], fields: set[tuple[str, str]]
+                ) -> list[tuple[str, str, str]]:
+    """(path, owning type's name, field name) of every touched field and of
+    every header's validity (field ``_v``), per-packet standard metadata
+    left out, in a fixed order."""
+    out: list[tuple[str, str, str]] = []
 
     def walk(t: Type, prefix: str) -> None:
         if isinstance(t, HeaderType):
-            paths.append(prefix + "._v")
+            out.append((prefix + "._v", t.name, "_v"))
         if isinstance(t, (HeaderType, StructType)):
             for f in t.fields:
                 ft, path = f.type, f"{prefix}.{py_ident(f.name)}"
@@ -210,11 +211,18 @@ def key_paths(roles: dict[str, Type], fields: set[tuple[str, str]]) -> list[str]
                 elif hit and not is_volatile(t, f.name):
                     if isinstance(ft, VarbitType):
                         raise Uncacheable(f"ingress uses the varbit {path}")
-                    paths.append(path)
+                    out.append((path, t.name, f.name))
 
     for role, t in roles.items():
         walk(t, role)
-    return paths
+    return out
+
+
+def key_paths(roles: dict[str, Type], fields: set[tuple[str, str]]) -> list[str]:
+    """Attribute paths on a packet frame (``hdr.ipv4.ttl``) of every touched
+    field and of every header's validity, per-packet standard metadata left
+    out, in a fixed order."""
+    return [path for path, _, _ in _key_fields(roles, fields)]
 
 
 # Standard-metadata fields the pipeline sets before ingress runs (besides
@@ -223,32 +231,19 @@ SET_BEFORE_INGRESS = frozenset({"ingress_port", "instance_type", "parser_error",
                                 "checksum_error"})
 
 
-def varying_paths(roles: dict[str, Type], paths: list[str],
+def varying_paths(roles: dict[str, Type], fields: set[tuple[str, str]],
                   before: set[tuple[str, str]]) -> list[str]:
-    """Of ``paths``, those whose values may differ between packets received
-    from a port when ingress starts: fields the parser or checksum
+    """Of :func:`key_paths`, those whose values may differ between packets
+    received from a port when ingress starts: fields the parser or checksum
     verification may touch (``before``, as :func:`touched` gives them), the
     validity of any header type they touch, and the standard metadata the
     pipeline sets first. Every other field then holds its fresh value
     (zero, invalid) for every such packet, so it need not be in a key."""
-    kept = []
     touched_types = {t for t, _ in before}
-    for path in paths:
-        parts = path.split(".")
-        t: Type = roles[parts[0]]
-        for name in parts[1:-1]:
-            t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
-        leaf = parts[-1]
-        if leaf == "_v":
-            if t.name in touched_types:  # type: ignore[attr-defined]
-                kept.append(path)
-            continue
-        field = next(f.name for f in t.fields if py_ident(f.name) == leaf)  # type: ignore[attr-defined]
-        if (t.name, field) in before or (t.name, ALL) in before \
-                or (isinstance(t, StructType) and t.name == STANDARD_METADATA
-                    and field in SET_BEFORE_INGRESS):  # type: ignore[attr-defined]
-            kept.append(path)
-    return kept
+    return [path for path, t, f in _key_fields(roles, fields)
+            if (t in touched_types if f == "_v"
+                else (t, f) in before or (t, ALL) in before
+                or (t == STANDARD_METADATA and f in SET_BEFORE_INGRESS))]
 
 
 def _compile(source: str) -> dict[str, object]:
@@ -277,7 +272,7 @@ def _hoisted(paths: list[str]) -> tuple[list[str], list[str]]:
             if prefix in names:
                 return ".".join([names[prefix]] + parts[i:])
         return "F." + path
-    for prefix in sorted(uses, key=lambda q: (q.count("."), list(uses).index(q))):
+    for prefix in sorted(uses, key=lambda q: q.count(".")):
         if uses[prefix] >= 2:
             code = expr(prefix)
             names[prefix] = f"h{len(names)}"
@@ -318,8 +313,7 @@ class DecisionCache:
         self.paths = paths
         self.key_paths = paths if key_paths is None else key_paths
         self.read = reader(paths)
-        self.read_key = self.read if key_paths is None or key_paths == paths \
-            else reader(key_paths)
+        self.read_key = self.read if self.key_paths == paths else reader(self.key_paths)
         self.entries: dict[tuple, tuple[Callable[[object, tuple], None], tuple, tuple, int]] = {}
         self.hits = 0
         self.misses = 0

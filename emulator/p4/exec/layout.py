@@ -90,14 +90,11 @@ class Layouts:
         """The bytes of header ``var`` (of type ``t``) as one call of its
         class's packer, for code that emits it inline (no ``_emit`` call);
         None where the header has no fixed layout (a varbit field)."""
-        name = self.class_name(t)
         fields = [(py_ident(f.name), f.type) for f in t.fields]
         groups = _fixed_plan(t, fields) if fields else None
         if groups is None:
             return None
-        widths = [field_width(ft) for _, ft in fields]
-        codes = [_field_to_unsigned(f"{var}.{s}", ft) for s, ft in fields]
-        return f"_p_{name}({bytepack.pack_args(groups, codes, widths)})"
+        return _pack_call(self.class_name(t), groups, fields, var)
 
     def new_value(self, t: Type) -> str:
         """Python expression creating a fresh default value of type ``t``
@@ -331,6 +328,15 @@ def extract_lines(name: str, t: HeaderType, header: str, cur: str, tag: str) -> 
     return lines
 
 
+def _pack_call(name: str, groups: list[bytepack.Group], fields: list[tuple[str, Type]],
+               var: str) -> str:
+    """The call of header class ``name``'s packer (``_p_<name>``) on the
+    fields of ``var``: the header's bytes."""
+    widths = [field_width(ft) for _, ft in fields]
+    codes = [_field_to_unsigned(f"{var}.{s}", ft) for s, ft in fields]
+    return f"_p_{name}({bytepack.pack_args(groups, codes, widths)})"
+
+
 def _emit_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
                  chunks: list[str]) -> list[str]:
     lines = ["    def _emit(self, out):"]
@@ -339,11 +345,8 @@ def _emit_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
         return lines
     groups = _fixed_plan(t, fields)
     if groups is not None:
-        pack = f"_p_{name}"
-        chunks.append(f"{pack} = Struct({bytepack.struct_format(groups)!r}).pack")
-        widths = [field_width(ft) for _, ft in fields]
-        codes = [_field_to_unsigned("self." + s, ft) for s, ft in fields]
-        lines.append(f"        out.append({pack}({bytepack.pack_args(groups, codes, widths)}))")
+        chunks.append(f"_p_{name} = Struct({bytepack.struct_format(groups)!r}).pack")
+        lines.append(f"        out.append({_pack_call(name, groups, fields, 'self')})")
         return lines
     lines.append("        v = 0")
     lines.append("        n = 0")

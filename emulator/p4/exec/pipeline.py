@@ -187,8 +187,9 @@ class V1ModelPipeline:
         self.cache_off_reason = self.compiled.cache_blocked
         if self.cache_off_reason is None:
             try:
-                paths = key_paths(self._types, touched(self.ingress_block))  # type: ignore[arg-type]
-                self.decisions = DecisionCache(paths, self._varying(paths))
+                fields = touched(self.ingress_block)  # type: ignore[arg-type]
+                self.decisions = DecisionCache(key_paths(self._types, fields),  # type: ignore[arg-type]
+                                               self._varying(fields))
             except Uncacheable as exc:
                 self.cache_off_reason = str(exc)
         for table in self.tables.values():
@@ -233,7 +234,7 @@ class V1ModelPipeline:
                 continue
             self.instances[id(inst)] = obj
 
-    def _varying(self, paths: list[str]) -> list[str] | None:
+    def _varying(self, fields: set[tuple[str, str]]) -> list[str] | None:
         """The key paths that can differ between packets from a port when
         ingress starts (:func:`.decisions.varying_paths`); None (all of
         them) where the parser or checksum verification cannot be walked."""
@@ -241,7 +242,7 @@ class V1ModelPipeline:
             before = touched(self.parser_block) | touched(self.verify_block)  # type: ignore[arg-type]
         except Uncacheable:
             return None
-        return varying_paths(self._types, paths, before)  # type: ignore[arg-type]
+        return varying_paths(self._types, fields, before)  # type: ignore[arg-type]
 
     def _block_param_types(self) -> dict[str, object]:
         params = self.parser_block.params
