@@ -24,7 +24,8 @@ Two figures, each the least of ``--repeats`` runs of CPU time
   over the executor's objects).
 
 ``--profile N`` prints the N costliest functions (cProfile, cumulative) of
-a data-path-only run. No root needed. Run from the repository root::
+a data-path-only run; ``--executor cython`` runs fabric.p4 compiled
+(:mod:`emulator.p4.exec.compiled`). No root needed. Run from the repository root::
 
     .venv/bin/python benchmarks/dataplane_path.py [--frames 5000] [--json]
 """
@@ -137,7 +138,13 @@ def main() -> int:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="cProfile a data-path-only run, print the N costliest functions")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--executor", choices=("python", "cython"),
+                        help="what runs fabric.p4's code (default: $AIFABRIC_P4_EXECUTOR, "
+                             "else python)")
     args = parser.parse_args()
+    if args.executor:
+        from emulator.p4.exec.pipeline import EXECUTOR_ENV
+        os.environ[EXECUTOR_ENV] = args.executor
     results = []
     for size in args.frame_bytes or [1024]:
         if args.profile:
@@ -146,7 +153,10 @@ def main() -> int:
         dataplane_us = measure(size, args.frames, args.repeats, True)
         total_us = measure(size, args.frames, args.repeats, False)
         executor_us = measure_executor(size, args.frames, args.repeats)
-        results.append({"frame_bytes": size, "dataplane_us": round(dataplane_us, 2),
+        with calibration_leaf(size - ROCE_HEADERS) as leaf:
+            executor = leaf.pipeline.executor
+        results.append({"frame_bytes": size, "executor": executor,
+                        "dataplane_us": round(dataplane_us, 2),
                         "total_us": round(total_us, 2), "executor_us": round(executor_us, 2),
                         "around_us": round(total_us - executor_us, 2),
                         "clock": "cpu (process_time, least of repeats)",

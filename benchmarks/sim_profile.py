@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 MACHINE_KEYS = ("wall", "cpu", "per_s", "per_wall", "per_cpu", "seconds_taken", "started", "timings",
-                "finished", "host", "python")
+                "finished", "host", "python", "p4_executor")
 
 
 def _strip(value: Any) -> Any:

@@ -4,7 +4,12 @@ and on several MPI ranks, the speed-up against one. Prints figures, not a
 verdict:
 
     python benchmarks/sim_speed.py [--sizes 16,64,128] [--bytes-per-gpu 256KB]
-        [--loads ring,permutation] [--k 8] [--ranks 1,2,4|all] [--json]
+        [--loads ring,permutation] [--k 8] [--ranks 1,2,4|all]
+        [--executor auto|cython|python] [--json]
+
+``--executor`` as ``aifabric run``'s: what runs the switches' P4 code
+(compiled with Cython, the default where it can be built, or Python); the
+figures say which ran.
 
 Loads: ``ring`` (below) and ``permutation``, htsim's canonical case: a
 k-ary fat-tree (k = 8: 128 hosts), 100 Gb/s and 1 us a hop, MTU 4096, PFC,
@@ -86,8 +91,10 @@ def ring_shift(gpus: int, size: str) -> dict:  # type: ignore[type-arg]
             "switches": {"buffer": "2MB"}, "workload": {"flows": flows}}
 
 
-def executor_us_per_packet(packets: int = 20_000) -> float:
-    """fabric.p4 through a programmed sim leaf, one RoCE WRITE frame."""
+def executor_us_per_packet(packets: int = 20_000, executor: str = "auto") -> tuple[float, str]:
+    """fabric.p4 through a programmed sim leaf, one RoCE WRITE frame: CPU µs
+    per packet, and what ran it ("cython" or "python")."""
+    from emulator.run.sim import p4_executor
     from emulator.sim.engine import Engine
     from emulator.sim.fabric import SimFabric
     from emulator.topology import build_topology, spec_from_dict
@@ -96,7 +103,7 @@ def executor_us_per_packet(packets: int = 20_000) -> float:
 
     topo = build_topology(spec_from_dict(ring_shift(16, "1KB")["topology"], "<bench>"))
     with tempfile.TemporaryDirectory() as tmp:
-        fabric = SimFabric(topo, Engine(), workdir=Path(tmp))
+        fabric = SimFabric(topo, Engine(), workdir=Path(tmp), executor=p4_executor(executor))
         fabric.start()
         a, b = topo.gpu("srv0/gpu0"), topo.gpu("srv1/gpu0")
         flow = RoceFlow(a.mac, a.gateway_mac, a.ip, b.ip, 0xC001)
@@ -108,23 +115,24 @@ def executor_us_per_packet(packets: int = 20_000) -> float:
             pipe.process(port, frame)
         elapsed = time.process_time() - start
         fabric.stop()
-    return elapsed / packets * 1e6
+    return elapsed / packets * 1e6, pipe.executor
 
 
 def run_ranks(data: dict, ranks: int, tmp: Path,  # type: ignore[type-arg]
-              partition: str = "auto") -> dict:  # type: ignore[type-arg]
+              partition: str = "auto", executor: str = "auto") -> dict:  # type: ignore[type-arg]
     """One run of scenario ``data`` on ``ranks`` ranks; its results."""
     path = tmp / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data))
     out = tmp / f"{data['name']}-{ranks}"
     wall = time.perf_counter()
     if ranks == 1:
-        results = run_sim(load_scenario(path), out, progress=False)
+        results = run_sim(load_scenario(path), out, progress=False, executor=executor)
     else:
         path_env = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
         done = subprocess.run([sys.executable, "-m", "emulator.cli.main", "run", str(path),
                                "--target", "sim", "--ranks", str(ranks), "--out", str(out),
-                               "--no-progress", "--partition", partition], cwd=ROOT,
+                               "--no-progress", "--partition", partition,
+                               "--executor", executor], cwd=ROOT,
                               capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": path_env})
         if not (out / "results.json").exists():
@@ -135,7 +143,8 @@ def run_ranks(data: dict, ranks: int, tmp: Path,  # type: ignore[type-arg]
 
 
 def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
-            bytes_per_gpu: str, partition: str = "auto") -> list[dict]:  # type: ignore[type-arg]
+            bytes_per_gpu: str, partition: str = "auto",
+            executor: str = "auto") -> list[dict]:  # type: ignore[type-arg]
     """Each load on each rank count: wall time, hops per CPU second, speed-up."""
     rows = []
     for load in loads:
@@ -152,7 +161,7 @@ def scaling(loads: list[str], sizes: list[int], k: int, ranks_list: list[int],
             first = None
             for ranks in ranks_list:
                 with tempfile.TemporaryDirectory() as tmp:
-                    results = run_ranks(data, ranks, Path(tmp), partition)
+                    results = run_ranks(data, ranks, Path(tmp), partition, executor)
                 sim = results["sim"]
                 if first is None:
                     first = results
@@ -199,11 +208,13 @@ def main() -> int:
                         "the permutation on the k-ary fat-tree")
     parser.add_argument("--k", type=int, default=8, help="fat-tree k of the permutation")
     parser.add_argument("--partition", default="auto", help="auto, switch or a file")
+    parser.add_argument("--executor", default="auto", choices=("auto", "cython", "python"),
+                        help="what runs the switches' P4 code (as aifabric run's)")
     args = parser.parse_args()
     if args.ranks:
         ranks_list = rank_counts(args.ranks)
         rows = scaling(args.loads.split(","), [int(x) for x in args.sizes.split(",")], args.k,
-                       ranks_list, args.bytes_per_gpu, args.partition)
+                       ranks_list, args.bytes_per_gpu, args.partition, args.executor)
         if args.json:
             print(json.dumps({"clock": "virtual (sim)", "cores": os.cpu_count(),
                               "load_average": load_average(), "runs": rows}, indent=1))
@@ -235,7 +246,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             wall = time.perf_counter()
             results = run_sim(scenario_from_dict(data, f"<bench-{gpus}>"), Path(tmp),
-                              progress=False)
+                              progress=False, executor=args.executor)
             total = time.perf_counter() - wall
         sim = results["sim"]
         rows.append({"load": load, "gpus": gpus, "switches": results["topology"]["switches"],
@@ -246,19 +257,21 @@ def main() -> int:
                      "events": sim["events"], "hops": sim["hops"], "engine_wall_s": sim["wall_s"],
                      "engine_cpu_s": sim["cpu_s"], "hops_per_cpu_s": sim["hops_per_cpu_s"],
                      "total_wall_s": round(total, 2), "hops_per_wall_s": sim["hops_per_wall_s"],
-                     "events_per_wall_s": sim["events_per_wall_s"]})
-    us = executor_us_per_packet()
+                     "events_per_wall_s": sim["events_per_wall_s"],
+                     "p4_executor": sim.get("p4_executor", "python")})
+    us, executor = executor_us_per_packet(executor=args.executor)
     described = {"ring": f"ring shift, {args.bytes_per_gpu} per GPU",
                  "permutation": f"k={args.k} fat-tree permutation, 2 MB a host"}
     out = {"clock": "virtual (sim)",
            "load": "; ".join(described[x] for x in loads) + "; 100 Gb/s",
            "runs": rows, "executor_us_per_packet_fabric_p4": round(us, 2),
+           "p4_executor": executor,
            "executor_ceiling_switch_passes_per_s": round(1e6 / us),
            "load_average": load_average()}
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
-    print(f"virtual-time target, {out['load']}")
+    print(f"virtual-time target, {out['load']}; P4 code on {executor}")
     print(f"{'load':>11} {'GPUs':>5} {'switches':>8} {'done':>5} {'hops':>8} {'events':>8} "
           f"{'engine s':>9} {'cpu s':>7} {'total s':>8} {'hops/s':>8} {'hops/cpu-s':>10} "
           f"{'cpu per hop vs first':>20}")
@@ -269,7 +282,7 @@ def main() -> int:
               f"{r['hops']:>8} {r['events']:>8} {r['engine_wall_s']:>9.2f} {r['engine_cpu_s']:>7.2f} "
               f"{r['total_wall_s']:>8.2f} {r['hops_per_wall_s']:>8} {r['hops_per_cpu_s']:>10} "
               f"{per_hop / base if base else 0:>20.2f}")
-    print(f"fabric.p4 on the executor: {us:.1f} us per packet "
+    print(f"fabric.p4 on the {executor} executor: {us:.1f} us per packet "
           f"(ceiling {1e6 / us:,.0f} switch passes/s on one core)")
     one, five, _ = out["load_average"]
     print(f"load average after the runs: {one:.1f} (1 min), {five:.1f} (5 min): CPU-second "

@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from emulator.cache import cache_dir
+
 REPO = Path(__file__).resolve().parents[2]
 MAX_AGE_S = 7 * 24 * 3600
 VERSION = 1
@@ -70,9 +72,7 @@ class Calibration:
 
 
 def cache_path() -> Path:
-    root = os.environ.get("AIFABRIC_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aifabric")
-    return Path(root) / "calibration.json"
+    return cache_dir() / "calibration.json"
 
 
 def machine_cores() -> int:

@@ -7,6 +7,9 @@ process, without root.
 ``--ranks N`` (sim only) runs it on N MPI ranks on this machine; under a
 user's own ``mpiexec -n N ... aifabric run`` every process is one rank
 (:mod:`emulator.run.mpi`); ``--partition`` says how the fabric is split.
+``--executor`` (sim only) chooses what runs the switches' P4 code: the
+same generated code compiled with Cython (``auto``, the default, where it
+can be built) or as Python; the results are the same either way.
 
 Results go to ``--out`` (default ``results/<scenario>-<timestamp>/``):
 ``results.json``, ``flows.csv``, ``ports.csv``, the agents' configs and
@@ -43,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sim on several ranks: how the fabric is split (auto: by pod or leaf "
                         "group, balanced by the scenario's traffic; switch: by switch; or a "
                         "YAML file, rank: [names])")
+    p.add_argument("--executor", default="auto", choices=("auto", "cython", "python"),
+                   help="sim: what runs the switches' P4 code: cython (compiled once per "
+                        "program, then cached), python, or auto (cython where it can be "
+                        "built, else python; the results say which)")
     add_view_options(p)
     p.set_defaults(func=_run)
 
@@ -73,6 +80,12 @@ def _run(args: argparse.Namespace) -> int:
                              time_scale_override=parse_time_scale(args.time_scale))
     from emulator.run.agent_process import AgentStartError
 
+    if args.executor != "auto" and scenario.target != "sim":
+        from emulator.p4.exec.pipeline import EXECUTOR_ENV
+
+        raise ScenarioError(f"--executor {args.executor} is for the virtual clock (--target sim); "
+                            f"live switches run the P4 executor ${EXECUTOR_ENV} names "
+                            "(python unless it says cython)")
     comm = _mpi_world(args, scenario.target)
     out = Path(args.out) if args.out else default_out_dir(scenario)
     if comm is not None:
@@ -99,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
             results = run_scenario(scenario, out, progress=not args.no_progress and lead,
                                    log=say if lead else None,
                                    observer=view.feed if view else None, comm=comm,
-                                   partition=args.partition)
+                                   partition=args.partition, executor=args.executor)
         except AgentStartError as exc:  # the fabric is down again; say why in one line
             print(f"aifabric: {exc}", file=sys.stderr)
             if view is not None:

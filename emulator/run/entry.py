@@ -22,14 +22,15 @@ def default_out_dir(scenario: Scenario, root: Path = Path("results")) -> Path:
 def run_scenario(scenario: Scenario, out_dir: str | Path, target: str | None = None, *,
                  progress: bool = True, log: Callable[[str], None] | None = None,
                  observer: Any = None, comm: Any = None,
-                 partition: str | Path = "auto") -> dict[str, Any]:
+                 partition: str | Path = "auto", executor: str = "auto") -> dict[str, Any]:
     """Run ``scenario`` on ``target`` (default: the scenario's own); returns
     the results (also written to ``out_dir``). ``observer``
     (:class:`emulator.view.feed.RunObserver`, the web view) follows the run.
     On sim, ``comm`` (an MPI communicator) runs this process's rank of the
-    fabric split by ``partition`` (:mod:`.sim_ranks`)."""
+    fabric split by ``partition`` (:mod:`.sim_ranks`); ``executor`` runs
+    the switches' P4 code there (:func:`.sim.run_sim`)."""
     target = target or scenario.target
     if target == "sim":
         return run_sim(scenario, out_dir, progress=progress, log=log, observer=observer,
-                       comm=comm, partition=partition)
+                       comm=comm, partition=partition, executor=executor)
     return run_live(scenario, out_dir, target, progress=progress, log=log, observer=observer)

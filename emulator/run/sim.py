@@ -31,8 +31,10 @@ delivered (link hops), simulated and wall seconds, events and hops per wall
 second (and per second of this process's CPU time, which a busy machine
 stretches far less). Everything but those figures (``sim.wall_s``,
 ``sim.cpu_s``, ``sim.events_per_wall_s``, ``sim.hops_per_wall_s``,
-``sim.hops_per_cpu_s``, ``timings``) is the same to the byte on every run of
-the same file and seed.
+``sim.hops_per_cpu_s``, ``timings``, and ``sim.p4_executor``: what ran the
+switches' P4 code, ``cython`` or ``python``, with ``sim.p4_executor_note``
+saying why not Cython where it was not) is the same to the byte on every run
+of the same file and seed.
 
 Time bins: the queue series and the agents' binned counts use one bin,
 :func:`series_bin_s`: 10 ms as on a live run, finer for short runs (a
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -50,6 +53,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from emulator.p4.exec.pipeline import EXECUTOR_ENV
 from emulator.run.agent_config import agent_servers, build_agent_configs, host_rate_bps
 from emulator.run.captures import (
     collect_captures, gpu_capture_result, sim_capture_plan, start_sim_captures,
@@ -114,11 +118,28 @@ def series_bin_s(duration_s: float) -> float:
     return max(10.0 ** exp, 1e-7)
 
 
+EXECUTOR_CHOICES = ("auto", "cython", "python")
+
+
+def p4_executor(choice: str) -> str:
+    """What the sim's pipelines are asked to run their P4 code on for
+    ``--executor choice``: ``auto`` is ``$AIFABRIC_P4_EXECUTOR`` or
+    ``cython`` (which falls back to Python where it cannot be built)."""
+    if choice not in EXECUTOR_CHOICES:
+        raise ScenarioError(f"--executor {choice}: one of {', '.join(EXECUTOR_CHOICES)}")
+    if choice == "auto":
+        return os.environ.get(EXECUTOR_ENV) or "cython"
+    return choice
+
+
 def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
             log: Callable[[str], None] | None = None, observer: Any = None,
-            comm: Any = None, partition: str | Path = "auto") -> dict[str, Any]:
+            comm: Any = None, partition: str | Path = "auto",
+            executor: str = "auto") -> dict[str, Any]:
     """Run ``scenario`` on the virtual clock; returns the results (also
-    written to ``out_dir``). ``observer`` (:class:`emulator.view.feed.RunObserver`)
+    written to ``out_dir``). ``executor`` runs the switches' P4 code:
+    ``cython`` (compiled, :mod:`emulator.p4.exec.compiled`), ``python``, or
+    ``auto`` (Cython where it can be built, else Python, saying why). ``observer`` (:class:`emulator.view.feed.RunObserver`)
     gets a sample every series bin of simulated time. With ``comm`` (an MPI
     communicator) this process runs its rank's part of the fabric
     (:mod:`.sim_ranks`, ``partition`` as :mod:`emulator.sim.partition`
@@ -155,7 +176,8 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
         # rank 0 builds into the run's folder, the others beside it
         base = out if lead else Path(scratch)
         share, plans, qps, timings = _run_share(scenario, flows, engine, ranks, base, progress,
-                                                say, observer)
+                                                say, observer, p4_executor(executor),
+                                                strict=executor == "cython")
     shares = [share] if ranks is None else ranks.comm.gather(share, root=0)
     results: dict[str, Any] | None = None
     if lead:
@@ -169,7 +191,8 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
 
 
 def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None, base: Path,
-               progress: bool, say: Callable[[str], None], observer: Any = None
+               progress: bool, say: Callable[[str], None], observer: Any = None,
+               executor: str = "cython", strict: bool = False
                ) -> tuple[RankShare, list, list, dict[str, float]]:
     """Build this rank's part (the whole fabric on one engine), run it,
     and collect what it measured."""
@@ -192,7 +215,9 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
     fabric = SimFabric(topo, engine, settings=to_fabric_settings(scenario), seed=scenario.seed,
                        buffer_bytes=scenario.switches.buffer_bytes, workdir=base / "fabric",
                        sample_interval_s=bin_s, local=None if ranks is None else ranks.local,
-                       outboxes=None if ranks is None else ranks.by_name)
+                       outboxes=None if ranks is None else ranks.by_name,
+                       executor=executor)
+    p4_code: dict[str, str] = {}
     mine = [s for s in servers if fabric.is_local(s)]
     nodes: dict[str, Any] = {}
     error: BaseException | None = None
@@ -200,6 +225,11 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
     try:
         try:
             fabric.start()
+            p4_code = fabric.p4_executor()
+            if strict and p4_code["p4_executor"] != "cython":
+                raise ScenarioError(f"--executor cython: {p4_code.get('p4_executor_note')}")
+            say("P4 code: compiled (Cython)" if p4_code["p4_executor"] == "cython" else
+                f"P4 code: Python ({p4_code.get('p4_executor_note') or 'asked for'})")
             for switch in fabric.switches.values():  # CE marks per queue, in the series
                 install_marks(switch)
             actions = SimFabricActions(fabric)
@@ -263,7 +293,7 @@ def _run_share(scenario: Scenario, flows: list, engine: Any, ranks: Ranks | None
     # included; cpu_s: this process's CPU time in its engine
     share.engine = {"events": engine.events, "hops": engine.deliveries,
                     "wall_s": round(drive_wall_s if ranks is not None else engine.wall_s, 3),
-                    "cpu_s": round(engine.cpu_s, 3),
+                    "cpu_s": round(engine.cpu_s, 3), **p4_code,
                     **({} if stats is None else stats.to_dict())}
     if ranks is not None and not ranks.lead:
         share.files = {str(path.relative_to(base)): path.read_bytes()
@@ -318,7 +348,9 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
                  # frames the switches sent to GPUs that run no agent (nothing to receive them)
                  "frames_to_idle_gpus": merged.frames_to_idle_gpus,
                  "lost_on_down_links": merged.lost_on_down_links,
-                 "ranks": 1 if ranks is None else ranks.size}
+                 "ranks": 1 if ranks is None else ranks.size,
+                 # what ran the P4 code (rank 0's switches): a machine figure
+                 **{k: v for k, v in figures[0].items() if k.startswith("p4_executor")}}
     if ranks is not None:
         sim_block.update(rank_figures(shares, ranks))
     extra: dict[str, Any] = {"events": [e[3] for e in merged.events], "errors": errors,

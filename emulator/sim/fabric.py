@@ -89,8 +89,11 @@ class SimFabric:
     def __init__(self, topology: Topology, engine: Engine, *, settings: FabricSettings | None = None,
                  seed: int = 0, buffer_bytes: int | None = None, workdir: Path,
                  sample_interval_s: float = 0.010, local: set[str] | None = None,
-                 outboxes: dict[str, "Outbox"] | None = None) -> None:
+                 outboxes: dict[str, "Outbox"] | None = None, executor: str | None = None) -> None:
         self.topology = topology
+        # what runs the switches' P4 code (see V1ModelPipeline): "python",
+        # "cython" or None (the environment's choice)
+        self.executor = executor
         self.engine = engine
         self.settings = settings or FabricSettings()
         self.seed = seed
@@ -118,6 +121,17 @@ class SimFabric:
         self.local = local
         self.outboxes = outboxes or {}
         self.ends_by_key: dict[int, Any] = {}   # every end built here, by its key
+
+    def p4_executor(self) -> dict[str, str]:
+        """What runs this fabric's P4 code, for results.json's ``sim`` block:
+        ``p4_executor`` (``cython`` where every switch here runs it
+        compiled, else ``python``) and, where a switch asked for Cython and
+        runs Python, ``p4_executor_note`` (why)."""
+        pipes = [sw.dataplane.pipeline for sw in self.switches.values()
+                 if sw.dataplane.pipeline is not None]
+        notes = sorted({p.executor_note for p in pipes if p.executor_note})
+        kind = "cython" if pipes and all(p.executor == "cython" for p in pipes) else "python"
+        return {"p4_executor": kind, **({"p4_executor_note": notes[0]} if notes else {})}
 
     def is_local(self, name: str) -> bool:
         """Whether switch or server ``name`` runs on this engine."""
@@ -176,7 +190,7 @@ class SimFabric:
                     program = self._programs[config] = program_from_device_config(config)
                 return V1ModelPipeline(program, seed=seed, priority_queues=PRIORITY_QUEUES,
                                        clock_us=clock.us, name=name,
-                                       types_cache=self._types_cache)
+                                       types_cache=self._types_cache, executor=self.executor)
         return load
 
     def _build_link(self, link: Any, key: int) -> None:

@@ -12,5 +12,10 @@ packets through it as the v1model pipeline of BMv2's simple_switch does.
   traffic manager (unicast, multicast, clones, resubmit, recirculate), egress
   and deparser;
 - :mod:`.decisions` caches ingress decisions per flow (keyed by the fields
-  ingress reads, replayed as the values it wrote and the counters it bumped).
+  ingress reads, replayed as the values it wrote and the counters it bumped);
+- :mod:`.driver` is the v1model packet flow around the blocks (the pipeline's
+  ``ingress``/``egress``), written into the program's generated module;
+- :mod:`.compiled` builds that module with Cython instead (headers and frames
+  as extension types, the same code typed), cached per program: the compiled
+  executor, the same results several times faster.
 """

@@ -4,7 +4,9 @@ package's block roles it also writes ``mk_packet(ctx)``, which makes a
 packet's whole frame in one call.
 
 The result, :class:`CompiledBlocks`, maps every IR block, action and table to
-its Python function; the pipeline and the control plane use it.
+its Python function; the pipeline and the control plane use it. Asked for
+(``cython=True``), the same code is built as a C extension instead
+(:mod:`.compiled`), falling back to Python where it cannot be.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from emulator.p4 import ir
+from emulator.p4.exec import compiled
 from emulator.p4.exec import externs as rt
 from emulator.p4.exec.codegen import Codegen, ExternLowering, FuncScope, unsupported
-from emulator.p4.exec.layout import Layouts, is_aggregate, py_ident, scalar_width
+from emulator.p4.exec.cython_module import cython_module, run_time_names
+from emulator.p4.exec.driver import driver_source
+from emulator.p4.exec.layout import Layouts, as_object, is_aggregate, py_ident, scalar_width
 from emulator.p4.exec.tables import Table
 from emulator.p4.types import BoolType, HeaderType, StructType
 
@@ -31,6 +36,8 @@ class CompiledBlocks:
     param_slots: dict[int, list[str]]
     class_names: dict[object, str]
     cache_blocked: str | None = None  # why ingress decisions cannot be cached
+    executor: str = "python"  # or "cython": the code runs as a C extension
+    executor_note: str = ""   # why Cython was asked for and not used
 
     def class_for(self, t: object) -> type:
         """The generated class of an aggregate type used by a block parameter."""
@@ -57,7 +64,9 @@ class ModuleBuilder:
                  errors: dict[str, int], roles: tuple[tuple[str, ...], ...] = (),
                  name: str = "",
                  types_cache: dict[tuple[str, tuple[tuple[str, int], ...]], dict[str, object]]
-                 | None = None, cached_block: int | None = None) -> None:
+                 | None = None, cached_block: int | None = None, cython: bool = False,
+                 driver_env: dict[str, object] | None = None,
+                 decision_paths: tuple[list[str], list[str] | None] | None = None) -> None:
         """``roles`` names the parameters of the package's blocks (one tuple
         per block); blocks with roles share one frame class,
         ``PacketFrame``, so a packet's frame passes from block to block
@@ -67,8 +76,20 @@ class ModuleBuilder:
         ``cached_block``: the index of the package block whose decisions
         the architecture caches (v1model: ingress, see :mod:`.decisions`);
         code only other blocks run neither marks passes nor keeps counter
-        bumps (None: all code does)."""
+        bumps (None: all code does). ``cython``: build the code as a C
+        extension (:mod:`.compiled`), or say why not in the result's
+        ``executor_note`` and run it as Python. ``driver_env``: write the
+        v1model packet flow (:mod:`.driver`) into the module too, with
+        these names bound (the pipeline as ``PIPE``, its classes).
+        ``decision_paths``: the fields the ingress decision cache reads and
+        keys on (:class:`.decisions.DecisionCache`'s arguments); the
+        compiled module then has their accessors (``_dc_accessors``)."""
         self.program = program
+        self.decision_paths = decision_paths
+        self.cython = cython
+        self.driver_env = driver_env
+        self._frame_types: dict[int, dict[str, object]] = {}  # slot → P4 type, per frame
+        self._fn_frames: dict[str, str] = {}  # function → the frame class its F is
         self.cached_block = cached_block
         self.name = name
         self.types_cache = types_cache
@@ -92,8 +113,23 @@ class ModuleBuilder:
                 self.gen.force_name(param, "v", name)
 
     def build(self) -> CompiledBlocks:
+        if not self.cython:
+            self._generate()
+            return self._finish()
+        self.gen.layouts.cython = True
         self._generate()
-        return self._finish()
+        try:
+            return self._compiled("\n".join(self.gen.lines))
+        except compiled.Unavailable as exc:
+            note = str(exc)
+        # The Python executor's code (that text differs: a fresh builder).
+        python = ModuleBuilder(self.program, self.lowering, self.tables, self.value_sets,
+                               self.errors, self.roles, self.name, self.types_cache,
+                               self.cached_block, driver_env=self.driver_env,
+                               decision_paths=self.decision_paths)
+        result = python.build()
+        result.executor_note = note
+        return result
 
     def _generate(self) -> None:
         gen = self.gen
@@ -115,6 +151,14 @@ class ModuleBuilder:
             else:
                 # a top-level action called directly: it sees no block locals
                 self._action(gen.pending_actions.pop(), set())
+        if self.driver_env is not None:
+            for name, value in self.driver_env.items():
+                gen.bind(name, value)
+            blocks = self.program.package.blocks
+            sm_type = blocks[0].params[3].type
+            gen.lines.extend(driver_source([self._block_names[id(b)] for b in blocks],
+                                           gen.layouts.class_name(sm_type), self.cython
+                                           ).splitlines())
 
     def _finish(self) -> CompiledBlocks:
         gen = self.gen
@@ -142,6 +186,11 @@ class ModuleBuilder:
             if self.types_cache is not None:
                 self.types_cache[key] = code
         exec(code, namespace)  # noqa: S102 - our own generated code
+        return self._result(source, namespace, "python", "")
+
+    def _result(self, source: str, namespace: dict[str, object], executor: str,
+                note: str) -> CompiledBlocks:
+        gen = self.gen
         blocks = {key: namespace[name] for key, name in self._block_names.items()}
         frames_by_block = {key: namespace[name] for key, name in self._frame_names.items()}
         actions = {aid: namespace[gen.action_fn(a)] for aid, a in self._actions.items()}
@@ -149,7 +198,39 @@ class ModuleBuilder:
             self.tables[table_key].overrides[aid] = namespace[name]
         params = {key: slots for key, slots in self._param_slots.items()}
         return CompiledBlocks(source, namespace, blocks, frames_by_block, actions, params,
-                              gen.layouts.names(), gen.cache_blocked)
+                              gen.layouts.names(), gen.cache_blocked, executor, note)
+
+    # ---- the compiled executor -----------------------------------------------------
+    def _compiled(self, body: str) -> CompiledBlocks:
+        """The program as a C extension (:mod:`.compiled`): its classes as
+        extension types, its functions made per switch by the module's
+        ``bind(ns)`` (closures over this switch's tables and externs)."""
+        source = self._cython_source(body)
+        key = ("cython", source)
+        module = None if self.types_cache is None else self.types_cache.get(key)
+        if module is None:
+            module = compiled.load(source, self.program.source)
+            module._init(run_time_names(self._namespace(with_env=False)))  # type: ignore[attr-defined]
+            if self.types_cache is not None:
+                self.types_cache[key] = module
+        namespace = self._namespace()
+        namespace.update((k, v) for k, v in vars(module).items() if not k.startswith("__"))
+        namespace.update(module.bind(namespace))  # type: ignore[attr-defined]
+        return self._result(source, namespace, "cython", "")
+
+    def _cython_source(self, body: str) -> str:
+        frames = [(self._frame_names[key], slot_types)
+                  for key, slot_types in self._frame_types.items() if key not in self._shared]
+        shared: dict[str, object] = {}
+        for key in self._shared:
+            for slot, t in self._frame_types[key].items():
+                shared.setdefault(slot, t)
+        return cython_module(
+            label=self.program.source, static=self._namespace(with_env=False),
+            env=self.gen.env, layouts=self.gen.layouts, frames=frames,
+            packet_frame=shared if self._shared else None,
+            packet_maker=self._packet_maker() if self._shared else "",
+            decision_paths=self.decision_paths, body=body, fn_frames=self._fn_frames)
 
     def _types(self, source: str) -> dict[str, object]:
         """The classes (headers, structs, frames) and makers ``source``
@@ -201,6 +282,7 @@ class ModuleBuilder:
             "ERR_NO_MATCH": self.errors.get("NoMatch", 2),
             "ERR_STACK_OUT_OF_BOUNDS": self.errors.get("StackOutOfBounds", 3),
             "ERR_PARSER_INVALID_ARGUMENT": self.errors.get("ParserInvalidArgument", 6),
+            "_o": as_object,
         }
         ns.update(_STACK_HELPERS)
         if with_env:
@@ -217,6 +299,7 @@ class ModuleBuilder:
                                         else gen.name_of(block, "Frame", block.name))
         self._block_names[id(block)] = gen.name_of(block, "blk", block.name)
         self._frame_slots[id(block)] = [gen.frame_slot(x) for x in locals_]
+        self._frame_types[id(block)] = {gen.frame_slot(x): x.type for x in locals_}
         self._param_slots[id(block)] = [gen.frame_slot(x) for x in block.params]
 
     def _block(self, block: ir.Control | ir.Parser) -> None:
@@ -234,12 +317,14 @@ class ModuleBuilder:
 
     def _control(self, c: ir.Control, frame_ids: set[int]) -> None:
         gen = self.gen
+        frame = self._frame_names[id(c)]
         for action in c.actions:
-            self._action(action, frame_ids)
+            self._action(action, frame_ids, frame)
         for table in c.tables:
-            self._table(table, frame_ids)
+            self._table(table, frame_ids, frame)
         gen.scope = FuncScope(frame_ids)
         fn = gen.name_of(c, "blk", c.name)
+        self._fn_frames[fn] = frame
 
         def body() -> None:
             for s in c.locals:
@@ -247,11 +332,15 @@ class ModuleBuilder:
             gen.block(c.body)
         gen.run_fn(f"def {fn}(F):", body)
 
-    def _action(self, action: ir.Action, frame_ids: set[int]) -> None:
+    def _action(self, action: ir.Action, frame_ids: set[int], frame: str | None = None) -> None:
+        """``frame``: the frame class of the control that owns the action
+        (its F), where only that control's code calls it."""
         if id(action) in self._done:
             return
         self._done.add(id(action))
         gen = self.gen
+        if frame is not None:
+            self._fn_frames[gen.action_fn(action)] = frame
         aid = gen.externs.action_ids[id(action)]
         self._actions[aid] = action
         outs = tuple(p for p in action.params if p.direction in ("out", "inout"))
@@ -295,8 +384,9 @@ class ModuleBuilder:
                 gen.emit(f"return (None, {''.join(gen.local_name(p) + ', ' for p in outs)})")
         gen.run_fn(f"def {gen.name_of(fn, 'fn', fn.name)}({', '.join(params)}):", body)
 
-    def _table(self, table: ir.Table, frame_ids: set[int]) -> None:
+    def _table(self, table: ir.Table, frame_ids: set[int], frame: str) -> None:
         gen = self.gen
+        self._fn_frames[gen.table_fn(table)] = frame
         for ref in table.actions:
             self._action(ref.action, frame_ids)
         self._action(table.default_action.action, frame_ids)
@@ -305,7 +395,7 @@ class ModuleBuilder:
         state = self.tables[id(table)]
         for ref in table.actions:
             if ref.args:
-                self._bound_action(table, ref, frame_ids)
+                self._bound_action(table, ref, frame_ids, frame)
         gen.scope = FuncScope(frame_ids)
         tname = gen.bind(gen.name_of(state, "T", table.local_name), state)
 
@@ -361,7 +451,8 @@ class ModuleBuilder:
             gen.emit("return e")
         gen.run_fn(f"def {gen.table_fn(table)}(F):", body)
 
-    def _bound_action(self, table: ir.Table, ref: ir.ActionRef, frame_ids: set[int]) -> None:
+    def _bound_action(self, table: ir.Table, ref: ir.ActionRef, frame_ids: set[int],
+                      frame: str) -> None:
         """``tbl_act(F, *data)``: the action with the arguments its table's
         actions list binds to its directional parameters (copy-in/copy-out
         around each run); the table runs it instead of the bare action."""
@@ -371,6 +462,7 @@ class ModuleBuilder:
         gen.scope = FuncScope(frame_ids)
         names = [gen.local_name(x) for x in data]
         fn = gen.name_of(ref, "bound", f"{table.local_name}_{action.local_name}")
+        self._fn_frames[fn] = frame
         args = tuple(ref.args) + tuple(ir.LocalRef(x.type, x) for x in data)
         gen.run_fn(f"def {fn}({', '.join(['F'] + names)}):",
                    lambda: gen.call_with_outs(gen.action_fn(action), "F", args, action.params))
@@ -398,12 +490,15 @@ class ModuleBuilder:
                 self._transition(st.transition, state_fn)
             bodies[state_fn[name]] = gen.captured_lines(body)
         inlined = _inline_states(state_fn["start"], bodies)
+        frame = self._frame_names[id(p)]
         if inlined is None:
             for name in state_fn.values():
+                self._fn_frames[name] = frame
                 gen.emit(f"def {name}(F, cur):")
                 gen.emit_lines(bodies[name], "    ")
         gen.scope = FuncScope(frame_ids)
         fn = gen.name_of(p, "blk", p.name)
+        self._fn_frames[fn] = frame
 
         def entry() -> None:
             for s in p.locals:
@@ -515,7 +610,7 @@ def _selector_part(gen: Codegen, key: ir.TableKey) -> str:
         code = f"int({code})"
     if isinstance(key.expr, ir.Member) and isinstance(key.expr.base.type, HeaderType):
         # BMv2 leaves fields of invalid headers out of the hash input.
-        return f"(({code}, {width}) if {gen.expr(key.expr.base)}._v else (0, 0))"
+        return f"(({gen.obj(code)}, {width}) if {gen.expr(key.expr.base)}._v else (0, 0))"
     return f"({code}, {width})"
 
 

@@ -74,9 +74,11 @@ def struct_format(groups: list[Group]) -> str:
     return ">" + "".join(_CODES.get(g.nbytes, f"{g.nbytes}s") for g in groups)
 
 
-def group_value(group: Group, codes: list[str], widths: list[int]) -> str:
+def group_value(group: Group, codes: list[str], widths: list[int], c_ints: bool = False) -> str:
     """Python expression of a group's integer value from the codes of its
-    fields (each an unsigned int of its width)."""
+    fields (each an unsigned int of its width); ``c_ints``: the codes may be
+    C integers (the compiled executor), so a group wider than 64 bits is
+    assembled from Python ints (``_o``, see :func:`.layout.as_object`)."""
     parts: list[str] = []
     shift = sum(widths[group.first:group.first + group.count])
     for i in range(group.first, group.first + group.count):
@@ -84,18 +86,20 @@ def group_value(group: Group, codes: list[str], widths: list[int]) -> str:
         if widths[i] == 0:
             continue
         code = codes[i]
+        if c_ints and shift and group.nbytes > 8:
+            code = f"_o({code})"  # wider than a C integer (see layout.as_object)
         parts.append(f"({code} << {shift})" if shift else code)
     if not parts:
         return "0"
     value = parts[0] if len(parts) == 1 else "(" + " | ".join(parts) + ")"
     if group.native:
         return value
-    return f"{value}.to_bytes({group.nbytes}, 'big')"
+    return f"int.to_bytes({value}, {group.nbytes}, 'big')"
 
 
-def pack_args(groups: list[Group], codes: list[str], widths: list[int]) -> str:
+def pack_args(groups: list[Group], codes: list[str], widths: list[int], c_ints: bool = False) -> str:
     """The arguments of ``Struct(struct_format(groups)).pack``."""
-    return ", ".join(group_value(g, codes, widths) for g in groups)
+    return ", ".join(group_value(g, codes, widths, c_ints) for g in groups)
 
 
 def field_from_group(group: Group, index: int, var: str, widths: list[int]) -> str:

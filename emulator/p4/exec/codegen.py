@@ -47,8 +47,9 @@ def fit(raw: str, t: Type) -> str:
     if b is None:
         return raw
     if b.signed:
+        # (as a Python int: in C the unsigned arithmetic would not go negative)
         half = 1 << (b.width - 1)
-        return f"(((({raw}) + {half}) & {b.mask}) - {half})"
+        return f"(((_o({raw}) + {half}) & {b.mask}) - {half})"
     return f"(({raw}) & {b.mask})"
 
 
@@ -100,6 +101,12 @@ class Codegen(StatementCodegen):
         # whose decisions are cached: only there are passes marked
         # (``F._ctx.nocache``) and counter bumps kept for replay.
         self.tracks_cache = True
+
+    def obj(self, code: str) -> str:
+        """``code`` as a Python int in the compiled executor's code, where C
+        integer arithmetic would differ (see :mod:`.layout`); unchanged in
+        Python's."""
+        return f"_o({code})" if self.layouts.cython else code
 
     # ---- names -----------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -300,8 +307,10 @@ class Codegen(StatementCodegen):
             return f"({left} {op} {right})"
         if op == "++":
             rb = bits_of(rt) or BitsType(1)
-            code = f"(({unsigned(left, lt)} << {rb.width}) | {unsigned(right, rt)})"
             b = bits_of(e.type)
+            if b is not None and b.width > 64:
+                left = self.obj(left)  # wider than a C integer
+            code = f"(({unsigned(left, lt)} << {rb.width}) | {unsigned(right, rt)})"
             return fit(code, e.type) if b is not None and b.signed else code
         b = bits_of(e.type)
         if b is None:
@@ -313,23 +322,22 @@ class Codegen(StatementCodegen):
         if op in ("/", "%"):
             fn = "p4_div" if op == "/" else "p4_mod"
             return f"{fn}({left}, {right})"
-        if op == "|+|":
+        if op in ("|+|", "|-|"):
+            # Saturating: the exact sum or difference first (a Python int).
+            raw = f"{self.obj(left)} {op[1]} {right}"
             if b.signed:
                 half = 1 << (b.width - 1)
-                return f"max(min({left} + {right}, {half - 1}), {-half})"
-            return f"min({left} + {right}, {b.mask})"
-        if op == "|-|":
-            if b.signed:
-                half = 1 << (b.width - 1)
-                return f"max(min({left} - {right}, {half - 1}), {-half})"
-            return f"max({left} - {right}, 0)"
+                return f"max(min({raw}, {half - 1}), {-half})"
+            return f"min({raw}, {b.mask})" if op == "|+|" else f"max({raw}, 0)"
         if op == "<<":
             if isinstance(e.right, ir.Const):
                 amount = int(e.right.value)  # type: ignore[arg-type]
                 return "0" if amount >= b.width else fit(f"{left} << {amount}", e.type)
             return fit(f"shl({left}, {right}, {b.width})", e.type)
         if op == ">>":
-            return f"({left} >> {right})"
+            if isinstance(e.right, ir.Const) and int(e.right.value) < 64:  # type: ignore[arg-type]
+                return f"({left} >> {right})"
+            return f"({self.obj(left)} >> {right})"  # (C shifts by 64 or more are undefined)
         raise unsupported(f"binary operator {op}")
 
     def _x_Cast(self, e: ir.Cast) -> str:
@@ -344,7 +352,7 @@ class Codegen(StatementCodegen):
             if db == sb:
                 return x
             if not db.signed and not sb.signed and db.width >= sb.width:
-                return x
+                return self.obj(x) if db.width > 64 else x
             return fit(unsigned(x, src) if not db.signed else x, dst)
         return x
 
@@ -353,7 +361,8 @@ class Codegen(StatementCodegen):
         then, then_lines = self.captured(e.then)
         other, other_lines = self.captured(e.otherwise)
         if not then_lines and not other_lines:
-            return f"({then} if {cond} else {other})"
+            # (compiled, both sides as objects: Cython wants one C type for both)
+            return f"({self.obj(then)} if {cond} else {self.obj(other)})"
         # Only the chosen branch may run its side effects.
         tmp = self.fresh("mux")
         self.pre.append(f"if {cond}:")

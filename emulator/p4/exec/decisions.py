@@ -304,16 +304,25 @@ class DecisionCache:
     packet-length register."""
 
     __slots__ = ("read", "read_key", "entries", "paths", "key_paths", "hits", "misses",
-                 "_writers")
+                 "_writers", "_make_writer")
 
-    def __init__(self, paths: list[str], key_paths: list[str] | None = None) -> None:
+    def __init__(self, paths: list[str], key_paths: list[str] | None = None,
+                 compiled: tuple[Callable, Callable, Callable] | None = None) -> None:  # type: ignore[type-arg]
         """``paths``: every field ingress may touch; ``key_paths`` (default
         all): those that can differ between the packets keyed (see
-        :func:`varying_paths`), what :attr:`read_key` reads."""
+        :func:`varying_paths`), what :attr:`read_key` reads. ``compiled``:
+        the compiled executor's readers of ``paths`` and ``key_paths`` and
+        its writer class (``Writer(indices)(F, values)``), instead of
+        generated Python."""
         self.paths = paths
         self.key_paths = paths if key_paths is None else key_paths
-        self.read = reader(paths)
-        self.read_key = self.read if self.key_paths == paths else reader(self.key_paths)
+        self._make_writer: Callable[[tuple[int, ...]], Callable[[object, tuple], None]] | None = None
+        if compiled is not None:
+            self.read, read_key, self._make_writer = compiled
+            self.read_key = self.read if self.key_paths == paths else read_key
+        else:
+            self.read = reader(paths)
+            self.read_key = self.read if self.key_paths == paths else reader(self.key_paths)
         self.entries: dict[tuple, tuple[Callable[[object, tuple], None], tuple, tuple, int]] = {}
         self.hits = 0
         self.misses = 0
@@ -333,7 +342,9 @@ class DecisionCache:
                         if a != b or type(a) is not type(b))
         write = self._writers.get(changed)
         if write is None:
-            write = self._writers[changed] = writer([self.paths[i] for i in changed])
+            write = self._writers[changed] = (
+                writer([self.paths[i] for i in changed]) if self._make_writer is None
+                else self._make_writer(changed))
         entries = self.entries
         if len(entries) >= MAX_ENTRIES:
             entries.clear()

@@ -11,6 +11,16 @@ written when it is made (a field left to a class default reads several
 times slower). A stack is a
 list of elements plus ``nxt`` (nextIndex). Scalars (bit, int, bool, enum,
 error) are plain Python ints/bools everywhere.
+
+Each class is also written as a Cython extension type (``cython_source()``,
+for :mod:`.compiled`): the same methods, with its fields declared; an
+unsigned field of up to 64 bits (and a serializable enum's) a C ``unsigned
+long long``, an aggregate field its class, anything else (bool, signed,
+wider, varbit, error) a Python object. Generated code keeps every C
+integer expression exact: each ``bit<N>`` result is masked to ``N`` bits
+(arithmetic modulo 2**64, then masked, is P4's), and what could leave that
+range (signed values, saturation, variable right shifts, results wider than
+64 bits) goes through ``_o`` (:func:`as_object`), a Python int there.
 """
 
 from __future__ import annotations
@@ -18,7 +28,10 @@ from __future__ import annotations
 import keyword
 import re
 
+from typing import Callable
+
 from emulator.p4.exec import bytepack
+from emulator.p4.exec.c_headers import c_emit_fn, c_extract_fn
 from emulator.p4.types import (
     BitsType, BoolType, EnumType, ErrorType, HeaderType, HeaderUnionType,
     StackType, StructType, TupleType, Type, VarbitType, field_width,
@@ -39,15 +52,44 @@ def is_aggregate(t: Type) -> bool:
     return isinstance(t, (HeaderType, HeaderUnionType, StructType, StackType, TupleType))
 
 
+C_UINT = "unsigned long long"  # the C type of an unsigned field of up to 64 bits
+
+
+def as_object(x: object) -> object:
+    """``_o`` in generated Python: the value itself (in Cython, the same
+    value as a Python int, so the arithmetic around it is unbounded)."""
+    return x
+
+
+def c_type(t: Type, class_name: "Callable[[Type], str]") -> str:
+    """The Cython type of a field, slot or local of P4 type ``t``."""
+    if is_aggregate(t):
+        return class_name(t)
+    b = t.underlying if isinstance(t, EnumType) else t
+    if isinstance(b, BitsType) and not b.signed and b.width <= 64:
+        return C_UINT
+    return "object"
+
+
+def cdef_lines(fields: list[tuple[str, str]], indent: str = "    ") -> list[str]:
+    """``cdef public`` declarations of (name, Cython type) pairs."""
+    return [f"{indent}cdef public {ctype} {name}" for name, ctype in fields]
+
+
 class Layouts:
     """Generates and names one Python class per aggregate type of a program.
 
     ``class_name(t)`` returns the name bound in the generated module;
-    ``source()`` the class definitions (in dependency order)."""
+    ``source()`` the class definitions (in dependency order), and
+    ``cython_source()`` the same as Cython extension types."""
 
     def __init__(self) -> None:
         self._names: dict[Type, str] = {}
         self._chunks: list[str] = []
+        self._cy_chunks: list[str] = []
+        # Code for the compiled executor: a header whose fields are all C
+        # integers is extracted and emitted by C functions (``_x_``, ``_e_``).
+        self.cython = False
 
     def class_name(self, t: Type) -> str:
         if t in self._names:
@@ -56,19 +98,27 @@ class Layouts:
             name = f"H_{py_ident(t.name)}_{len(self._names)}"
             self._names[t] = name
             self._chunks.append(_header_class(name, t))
+            self._cy_chunks.append(_header_class(name, t, cython=True))
+            if c_fixed(t):
+                spans, nbytes = c_spans(t), t.width // 8
+                self._cy_chunks.append(c_extract_fn(name, nbytes, spans))
+                self._cy_chunks.append(c_emit_fn(name, nbytes, spans))
         elif isinstance(t, HeaderUnionType):
             for f in t.fields:
                 self.class_name(f.type)
             name = f"U_{py_ident(t.name)}_{len(self._names)}"
             self._names[t] = name
             self._chunks.append(self._union_class(name, t))
+            self._cy_chunks.append(self._union_class(name, t, cython=True))
         elif isinstance(t, StructType):
             for f in t.fields:
                 if is_aggregate(f.type):
                     self.class_name(f.type)
             name = f"S_{py_ident(t.name)}_{len(self._names)}"
             self._names[t] = name
-            self._chunks.append(self._struct_class(name, [(f.name, f.type) for f in t.fields]))
+            fields = [(f.name, f.type) for f in t.fields]
+            self._chunks.append(self._struct_class(name, fields))
+            self._cy_chunks.append(self._struct_class(name, fields, cython=True))
         elif isinstance(t, TupleType):
             for e in t.elements:
                 if is_aggregate(e):
@@ -77,11 +127,13 @@ class Layouts:
             self._names[t] = name
             fields = [(f"f{i}", e) for i, e in enumerate(t.elements)]
             self._chunks.append(self._struct_class(name, fields))
+            self._cy_chunks.append(self._struct_class(name, fields, cython=True))
         elif isinstance(t, StackType):
             elem = self.class_name(t.element)
             name = f"K_{py_ident(str(t.element))}_{t.size}_{len(self._names)}"
             self._names[t] = name
             self._chunks.append(_stack_class(name, elem, t.size))
+            self._cy_chunks.append(_stack_class(name, elem, t.size, cython=True))
         else:
             raise TypeError(f"{t} is not an aggregate type")
         return self._names[t]
@@ -90,11 +142,20 @@ class Layouts:
         """The bytes of header ``var`` (of type ``t``) as one call of its
         class's packer, for code that emits it inline (no ``_emit`` call);
         None where the header has no fixed layout (a varbit field)."""
+        if self.cython and c_fixed(t):
+            return f"_e_{self.class_name(t)}({var})"
         fields = [(py_ident(f.name), f.type) for f in t.fields]
         groups = _fixed_plan(t, fields) if fields else None
         if groups is None:
             return None
-        return _pack_call(self.class_name(t), groups, fields, var)
+        return _pack_call(self.class_name(t), groups, fields, var, self.cython)
+
+    def extract_call(self, t: HeaderType, header: str, cur: str) -> str | None:
+        """For the compiled executor: the call of header type ``t``'s C
+        extract on ``header`` from cursor ``cur``; None where ``t`` has none."""
+        if self.cython and c_fixed(t):
+            return f"_x_{self.class_name(t)}({header}, {cur})"
+        return None
 
     def new_value(self, t: Type) -> str:
         """Python expression creating a fresh default value of type ``t``
@@ -122,9 +183,20 @@ class Layouts:
     def source(self) -> str:
         return "\n\n".join(self._chunks)
 
-    def _union_class(self, name: str, t: HeaderUnionType) -> str:
+    def cython_source(self) -> str:
+        return "\n\n".join(self._cy_chunks)
+
+    def c_type(self, t: Type) -> str:
+        """:func:`c_type` with this program's class names."""
+        return c_type(t, self.class_name)
+
+    def _union_class(self, name: str, t: HeaderUnionType, cython: bool = False) -> str:
         slots = [py_ident(f.name) for f in t.fields]
-        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
+        if cython:
+            lines = [f"cdef class {name}:"]
+            lines.extend(cdef_lines([(s, self.class_name(f.type)) for f, s in zip(t.fields, slots)]))
+        else:
+            lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
         lines.append("    def __init__(self):")
         for f, s in zip(t.fields, slots):
             lines.append(f"        self.{s} = {self.class_name(f.type)}()")
@@ -141,24 +213,34 @@ class Layouts:
             lines.append(f"        if self.{s}._v: self.{s}._emit(out)")
         lines.append("    def _eq(self, o):")
         lines.append("        return " + " and ".join(f"self.{s}._eq(o.{s})" for s in slots))
-        lines.extend(_SET_METHOD)
+        lines.extend(_set_method(slots, cython))
         lines.append("    def _inv(self):")
-        lines.append("        for s in self.__slots__: getattr(self, s)._v = False")
+        if cython:
+            lines.extend(f"        self.{s}._v = False" for s in slots)
+        else:
+            lines.append("        for s in self.__slots__: getattr(self, s)._v = False")
         lines.append("    def _only(self, keep):")
-        lines.append("        for s in self.__slots__:")
-        lines.append("            h = getattr(self, s)")
-        lines.append("            if h is not keep: h._v = False")
+        if cython:
+            lines.extend(f"        if self.{s} is not keep: self.{s}._v = False" for s in slots)
+        else:
+            lines.append("        for s in self.__slots__:")
+            lines.append("            h = getattr(self, s)")
+            lines.append("            if h is not keep: h._v = False")
         return "\n".join(lines)
 
-    def _struct_class(self, name: str, fields: list[tuple[str, Type]]) -> str:
+    def _struct_class(self, name: str, fields: list[tuple[str, Type]], cython: bool = False) -> str:
         slots = [py_ident(n) for n, _ in fields]
         # Made by ``mk_<name>()``, a plain function (cheaper to call than
         # a class whose __init__ is Python code): every field set.
         lines = [f"def mk_{name}():"]
         lines.extend("    " + line for line in self._maker_lines(name, fields, "o"))
         lines.append("    return o")
-        lines.append(f"class {name}:")
-        lines.append(f"    __slots__ = {tuple(slots)!r}")
+        if cython:
+            lines.append(f"cdef class {name}:")
+            lines.extend(cdef_lines([(s, self.c_type(ft)) for s, (_, ft) in zip(slots, fields)]))
+        else:
+            lines.append(f"class {name}:")
+            lines.append(f"    __slots__ = {tuple(slots)!r}")
         lines.append("    def _cp(self):")
         lines.append(f"        o = {name}.__new__({name})")
         for (_, ft), s in zip(fields, slots):
@@ -181,21 +263,31 @@ class Layouts:
         for (_, ft), s in zip(fields, slots):
             terms.append(f"self.{s}._eq(o.{s})" if is_aggregate(ft) else f"self.{s} == o.{s}")
         lines.append("        return " + (" and ".join(terms) if terms else "True"))
-        lines.extend(_SET_METHOD)
+        lines.extend(_set_method(slots, cython))
         return "\n".join(lines)
 
 
-def _header_class(name: str, t: HeaderType) -> str:
+def _header_class(name: str, t: HeaderType, cython: bool = False) -> str:
     """A header: validity and fields are class-level defaults (invalid,
     zero), so a new header costs one allocation; an instance holds what
-    was written to it."""
+    was written to it. As an extension type (``cython``) its C fields
+    start at zero, the others are set by ``__cinit__``."""
     fields = [(py_ident(f.name), f.type) for f in t.fields]
     slots = ["_v"] + [s for s, _ in fields] + (["_vw"] if t.has_varbit else [])
-    lines = [f"class {name}:", "    _v = False"]
     zero = [(s, "False" if isinstance(ft, BoolType) else "0") for s, ft in fields]
     if t.has_varbit:
         zero.append(("_vw", "0"))
-    lines.extend(f"    {s} = {v}" for s, v in zero)
+    if cython:
+        types = {s: c_type(ft, _no_class) for s, ft in fields}
+        lines = [f"cdef class {name}:", "    cdef public bint _v"]
+        lines.extend(cdef_lines([(s, types.get(s, "object")) for s, _ in zero]))
+        boxed = [(s, v) for s, v in zero if types.get(s, "object") == "object"]
+        if boxed:
+            lines.append("    def __cinit__(self):")
+            lines.extend(f"        self.{s} = {v}" for s, v in boxed)
+    else:
+        lines = [f"class {name}:", "    _v = False"]
+        lines.extend(f"    {s} = {v}" for s, v in zero)
     lines.append("    def _zero(self):")
     lines.extend(f"        self.{s} = {v}" for s, v in zero)
     if not zero:
@@ -219,13 +311,22 @@ def _header_class(name: str, t: HeaderType) -> str:
         lines.append(f"        self.{s} = o.{s}")
     chunks: list[str] = []
     lines.extend(_extract_method(name, t, fields, chunks))
-    lines.extend(_emit_method(name, t, fields, chunks))
+    lines.extend(_emit_method(name, t, fields, chunks, cython))
     return "\n".join(chunks + lines)
 
 
-# ``x._set(v)``: make ``x`` (an element reached at run time) hold the fresh value ``v``.
-_SET_METHOD = ["    def _set(self, o):",
-               "        for s in self.__slots__: setattr(self, s, getattr(o, s))"]
+def _set_method(slots: list[str], cython: bool) -> list[str]:
+    """``x._set(v)``: make ``x`` (an element reached at run time) hold the
+    fresh value ``v``."""
+    if cython:
+        return ["    def _set(self, o):"] + ([f"        self.{s} = o.{s}" for s in slots]
+                                           or ["        pass"])
+    return ["    def _set(self, o):",
+            "        for s in self.__slots__: setattr(self, s, getattr(o, s))"]
+
+
+def _no_class(t: Type) -> str:
+    raise TypeError(f"a header field of aggregate type {t}")
 
 
 def _unsigned_to_field(expr: str, ft: Type) -> str:
@@ -329,16 +430,16 @@ def extract_lines(name: str, t: HeaderType, header: str, cur: str, tag: str) -> 
 
 
 def _pack_call(name: str, groups: list[bytepack.Group], fields: list[tuple[str, Type]],
-               var: str) -> str:
+               var: str, c_ints: bool = False) -> str:
     """The call of header class ``name``'s packer (``_p_<name>``) on the
     fields of ``var``: the header's bytes."""
     widths = [field_width(ft) for _, ft in fields]
     codes = [_field_to_unsigned(f"{var}.{s}", ft) for s, ft in fields]
-    return f"_p_{name}({bytepack.pack_args(groups, codes, widths)})"
+    return f"_p_{name}({bytepack.pack_args(groups, codes, widths, c_ints)})"
 
 
 def _emit_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
-                 chunks: list[str]) -> list[str]:
+                 chunks: list[str], cython: bool = False) -> list[str]:
     lines = ["    def _emit(self, out):"]
     if not fields:
         lines.append("        pass")
@@ -346,7 +447,7 @@ def _emit_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
     groups = _fixed_plan(t, fields)
     if groups is not None:
         chunks.append(f"_p_{name} = Struct({bytepack.struct_format(groups)!r}).pack")
-        lines.append(f"        out.append({_pack_call(name, groups, fields, 'self')})")
+        lines.append(f"        out.append({_pack_call(name, groups, fields, 'self', cython)})")
         return lines
     lines.append("        v = 0")
     lines.append("        n = 0")
@@ -362,9 +463,10 @@ def _emit_method(name: str, t: HeaderType, fields: list[tuple[str, Type]],
     return lines
 
 
-def _stack_class(name: str, elem: str, size: int) -> str:
-    return f"""class {name}:
-    __slots__ = ('hs', 'nxt')
+def _stack_class(name: str, elem: str, size: int, cython: bool = False) -> str:
+    head = (f"cdef class {name}:\n    cdef public list hs\n    cdef public object nxt" if cython
+            else f"class {name}:\n    __slots__ = ('hs', 'nxt')")
+    return head + f"""
     size = {size}
     def __init__(self):
         self.hs = [{elem}() for _ in range({size})]
@@ -414,3 +516,25 @@ def scalar_width(t: Type) -> int:
     if isinstance(t, (EnumType, ErrorType)):
         return 32
     raise TypeError(f"{t} has no width")
+
+
+# ---- C extract and emit (the compiled executor) ----------------------------------
+
+def c_fixed(t: HeaderType) -> bool:
+    """Whether the compiled executor extracts and emits ``t`` in C: whole
+    bytes, no varbit, every field an unsigned integer of up to 64 bits."""
+    return (bool(t.fields) and not t.has_varbit and t.width % 8 == 0
+            and all(c_type(f.type, _no_class) == C_UINT for f in t.fields))
+
+
+def c_spans(t: HeaderType) -> list[tuple[str, int, int, int, int]]:
+    """(slot, first byte, bytes spanned, bit offset in the first byte,
+    width) of each field of non-zero width."""
+    out = []
+    bit = 0
+    for f in t.fields:
+        w = field_width(f.type)
+        if w:
+            out.append((py_ident(f.name), bit // 8, (bit % 8 + w + 7) // 8, bit % 8, w))
+        bit += w
+    return out

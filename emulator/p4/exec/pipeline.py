@@ -15,6 +15,7 @@ to the switch target; here a packet goes from ingress straight to egress.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ ROLES = (("pkt_in", "hdr", "meta", "sm"), ("hdr", "meta"), ("hdr", "meta", "sm")
          ("hdr", "meta", "sm"), ("hdr", "meta"), ("pkt_out", "hdr"))
 INGRESS_BLOCK = 2  # the V1Switch block whose decisions are cached (.decisions)
 MAX_PASSES = 16  # resubmit/recirculate loop guard per input packet
+EXECUTORS = ("python", "cython")
+EXECUTOR_ENV = "AIFABRIC_P4_EXECUTOR"  # the executor of pipelines not told one
 # What egress finds in egress_spec: BMv2 sets it to DROP_PORT + 1, cut to 9 bits.
 EGRESS_SPEC_AT_EGRESS = (DROP_PORT + 1) & 0x1FF
 
@@ -131,11 +134,20 @@ class CloneSession:
 class V1ModelPipeline:
     def __init__(self, program: ir.Program, *, seed: int = 0, priority_queues: int = 8,
                  clock_us: Callable[[], float] | None = None, name: str = "",
-                 types_cache: dict | None = None) -> None:  # type: ignore[type-arg]
+                 types_cache: dict | None = None,  # type: ignore[type-arg]
+                 executor: str | None = None) -> None:
         """``name`` (a switch's) names the generated module's code (``<p4
         SOURCE NAME>``), so a profile of many switches tells them apart;
         pipelines of one program given the same ``types_cache`` (a dict)
-        share the generated classes (see :class:`.blocks.ModuleBuilder`)."""
+        share the generated classes (see :class:`.blocks.ModuleBuilder`).
+        ``executor``: "python", or "cython" to run the same generated code
+        as a C extension (:mod:`.compiled`; where it cannot be built,
+        Python, with the reason in :attr:`executor_note`); None: what
+        ``$AIFABRIC_P4_EXECUTOR`` says, else "python"."""
+        if executor is None:
+            executor = os.environ.get(EXECUTOR_ENV) or "python"
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor {executor!r}: one of {', '.join(EXECUTORS)}")
         if program.package.type_name != "V1Switch" or len(program.package.blocks) != 6:
             raise unsupported(f"package {program.package.type_name} (only V1Switch)")
         self.program = program
@@ -164,12 +176,47 @@ class V1ModelPipeline:
         self.value_sets = {vs.name: ValueSetState(vs.name, vs.size) for vs in program.value_sets}
         vs_by_ir = {id(vs): self.value_sets[vs.name] for vs in program.value_sets}
         lowering = V1ModelLowering(self.instances, self.action_ids)
+        self._no_queue = QueueInfo()  # what egress is told without a queue (never changed)
+        # The fields ingress decisions are keyed on (see .decisions), known
+        # before the code is generated (the compiled executor reads them in C).
+        decision_paths: tuple[list[str], list[str] | None] | None = None
+        uncacheable: str | None = None
+        try:
+            fields = touched(self.ingress_block)  # type: ignore[arg-type]
+            decision_paths = (key_paths(self._types, fields), self._varying(fields))  # type: ignore[arg-type]
+        except Uncacheable as exc:
+            uncacheable = str(exc)
         self.compiled: CompiledBlocks = ModuleBuilder(
             program, lowering, tables_by_ir, vs_by_ir, self.errors, ROLES, name=name,
-            types_cache=types_cache, cached_block=INGRESS_BLOCK).build()
+            types_cache=types_cache, cached_block=INGRESS_BLOCK,
+            cython=executor == "cython", driver_env=self._driver_env(),
+            decision_paths=decision_paths).build()
+        # The packet flow, written into the program's module (.driver):
+        # ingress(port, data, instance_type=NORMAL, preserved=None) runs the
+        # parser, checksum verification and ingress for one packet, then the
+        # hand-off: ``result.queued`` holds what goes to egress queues
+        # (clones, multicast copies, the packet itself); a resubmitted packet
+        # takes another pass, with the fields its field list preserved.
+        self.ingress: Callable[..., ProcessResult] = self.compiled.namespace["ingress"]  # type: ignore[assignment]
+        # egress(item, queue=None) runs egress, egress cloning and the
+        # deparser for a packet leaving its queue (``queue``: what the traffic
+        # manager says of it; None: an empty queue, now); ``result.queued``
+        # holds E2E clones (to be queued again), ``result.recirculate``
+        # packets to feed back into ingress.
+        self.egress: Callable[..., ProcessResult] = self.compiled.namespace["egress"]  # type: ignore[assignment]
+        # What runs the code: "python" or "cython"; why not Cython if asked.
+        self.executor = self.compiled.executor
+        self.executor_note = self.compiled.executor_note
         fns = [self.compiled.block_fns[id(b)] for b in program.package.blocks]
         (self._f_parser, self._f_verify, self._f_ingress, self._f_egress, self._f_compute,
          self._f_deparser) = fns
+        ns = self.compiled.namespace
+        # The per-packet classes the generated driver uses (the compiled
+        # executor has its own, see .driver): every packet of this pipeline's
+        # is made of them.
+        self._PacketContext = ns["PacketContext"]
+        self._Cursor = ns["Cursor"]
+        self._EgressItem = ns["EgressItem"]
         self._Frame = self.compiled.namespace["PacketFrame"]
         self._mk_packet = self.compiled.namespace["mk_packet"]  # (ctx) -> a fresh frame
         self._Meta = self.compiled.maker_for(self._types["meta"])
@@ -180,18 +227,14 @@ class V1ModelPipeline:
         self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, CloneSession] = {}
         self._field_lists = self._collect_field_lists()
-        self._no_queue = QueueInfo()  # what egress is told without a queue (never changed)
         # Ingress decisions per flow (see .decisions); None where the
         # program's ingress cannot be keyed (``cache_off_reason`` says why).
         self.decisions: DecisionCache | None = None
-        self.cache_off_reason = self.compiled.cache_blocked
-        if self.cache_off_reason is None:
-            try:
-                fields = touched(self.ingress_block)  # type: ignore[arg-type]
-                self.decisions = DecisionCache(key_paths(self._types, fields),  # type: ignore[arg-type]
-                                               self._varying(fields))
-            except Uncacheable as exc:
-                self.cache_off_reason = str(exc)
+        self.cache_off_reason = self.compiled.cache_blocked or uncacheable
+        if self.cache_off_reason is None and decision_paths is not None:
+            accessors = self.compiled.namespace.get("_dc_accessors")
+            self.decisions = DecisionCache(*decision_paths,
+                                           compiled=accessors)  # type: ignore[arg-type]
         for table in self.tables.values():
             table.changed = self.forget_decisions
         for profile in self.profiles.values():
@@ -233,6 +276,18 @@ class V1ModelPipeline:
             else:
                 continue
             self.instances[id(inst)] = obj
+
+    def _driver_env(self) -> dict[str, object]:
+        """What the generated packet flow (:mod:`.driver`) refers to."""
+        return {
+            "PIPE": self, "ProcessResult": ProcessResult, "EgressItem": EgressItem,
+            "Output": Output, "PacketContext": PacketContext, "Cursor": Cursor,
+            "replay_bumps": replay_bumps, "_NOTHING": _NOTHING,
+            "NORMAL": NORMAL, "RESUBMIT": RESUBMIT, "REPLICATION": REPLICATION,
+            "RECIRC": RECIRC, "DROP_PORT": DROP_PORT, "CLONE_I2E": CLONE_I2E,
+            "CLONE_E2E": CLONE_E2E, "MAX_PASSES": MAX_PASSES,
+            "EGRESS_SPEC_AT_EGRESS": EGRESS_SPEC_AT_EGRESS,
+        }
 
     def _varying(self, fields: set[tuple[str, str]]) -> list[str] | None:
         """The key paths that can differ between packets from a port when
@@ -335,119 +390,13 @@ class V1ModelPipeline:
         return c
 
     def _parse(self, f: object, data: bytes) -> None:
-        cur = f.pkt_in = Cursor(data)  # type: ignore[attr-defined]
+        cur = f.pkt_in = self._Cursor(data)  # type: ignore[attr-defined]
         try:
             self._f_parser(f)
         except ParserError as exc:
             if exc.args and exc.args[0] is not None:
                 f.sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
         f._ctx.payload = data[cur.off:]  # type: ignore[attr-defined]
-
-    def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
-                preserved: dict[str, int] | None = None) -> ProcessResult:
-        """Parser, checksum verification and ingress for one packet, then the
-        hand-off: ``result.queued`` holds what goes to egress queues (clones,
-        multicast copies, the packet itself). A resubmitted packet takes
-        another pass of the loop, with the fields its field list preserved."""
-        # Made without __init__: empty fields one shared tuple (most packets
-        # add to one field at most).
-        result = _new_object(ProcessResult)
-        result.outputs = result.digests = result.logs = result.recirculate = _NOTHING
-        result.queued = queued = []
-        result.dropped = 0
-        passes = 0
-        while True:
-            passes += 1
-            if passes > MAX_PASSES:
-                result.dropped += 1
-                return result
-            now = self._clock_us()
-            ctx = PacketContext(len(data), now, self.rng)
-            f = self._mk_packet(ctx)
-            meta = f.meta
-            sm = ctx.sm = f.sm
-            if preserved:
-                for name, value in preserved.items():
-                    setattr(meta, name, value)
-            sm.packet_length = ctx.length
-            if instance_type == NORMAL:  # (the metadata's default instance type)
-                # Only a packet received from a port gets these (SimpleSwitch::
-                # receive_); a resubmitted or recirculated one has its metadata
-                # reset (but for the field list), so they read 0.
-                sm.ingress_port = port
-                sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
-            else:
-                sm.instance_type = instance_type
-            cur = f.pkt_in = Cursor(data)
-            try:
-                self._f_parser(f)
-            except ParserError as exc:
-                if exc.args and exc.args[0] is not None:
-                    f.sm.parser_error = exc.args[0]
-            ctx.payload = data[cur.off:] if cur.off else data
-            try:
-                self._f_verify(f)
-            except ExitBlock:
-                pass
-            if ctx.checksum_error:
-                f.sm.checksum_error = ctx.checksum_error
-            decisions = self.decisions
-            if decisions is None or instance_type != NORMAL or preserved:
-                try:
-                    self._f_ingress(f)
-                except ExitBlock:
-                    pass
-            else:
-                key = decisions.read_key(f)
-                cached = decisions.entries.get(key)
-                if cached is not None:
-                    # The same fields in, the same tables: the same decisions.
-                    decisions.hits += 1
-                    write, values, bumps, length_delta = cached
-                    write(f, values)
-                    if bumps:
-                        replay_bumps(bumps, ctx.length)
-                    ctx.length_reg += length_delta
-                else:
-                    decisions.misses += 1
-                    ctx.nocache = False  # (the parser's and verify's marks don't count)
-                    ctx.bumps = []
-                    length_reg = ctx.length_reg
-                    read = decisions.read
-                    before = key if read is decisions.read_key else read(f)
-                    try:
-                        self._f_ingress(f)
-                    except ExitBlock:
-                        pass
-                    if not ctx.nocache and ctx.clone is None and ctx.resubmit is None \
-                            and ctx.recirculate is None and ctx.truncate is None \
-                            and not ctx.digests and not ctx.logs and ctx.meter_color is None:
-                        decisions.store(key, before, read(f), tuple(ctx.bumps),
-                                        ctx.length_reg - length_reg)
-            sm = f.sm
-            if ctx.digests:
-                result.digests = [*result.digests, *ctx.digests]
-            if ctx.logs:
-                result.logs = [*result.logs, *ctx.logs]
-            if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
-                self._clone_i2e(port, data, f, queued)
-            if ctx.resubmit is not None:
-                preserved = self._keep(f.meta, ctx.resubmit)
-                instance_type = RESUBMIT
-                continue
-            mgid = sm.mcast_grp
-            if mgid:
-                sm.instance_type = REPLICATION
-                self._replicate(mgid, f, queued, result)
-                return result
-            egress_spec = sm.egress_spec
-            if egress_spec == DROP_PORT:
-                result.dropped += 1
-                return result
-            sm.instance_type = NORMAL
-            ctx.owner = f  # no other frame shares this context: egress may reuse it
-            queued.append(EgressItem(egress_spec, sm.priority, ctx.length, f))
-            return result
 
     def _keep(self, meta: object, field_list: int) -> dict[str, int]:
         return {name: getattr(meta, name) for name in self._field_lists.get(field_list, ())}
@@ -461,7 +410,7 @@ class V1ModelPipeline:
         for egress_port, rid in pre_order(replicas):
             c = self._copy(f, f._ctx)  # type: ignore[attr-defined]
             c.sm.egress_rid = rid  # type: ignore[attr-defined]
-            queued.append(EgressItem(egress_port, c.sm.priority, c._ctx.length, c))  # type: ignore[attr-defined]
+            queued.append(self._EgressItem(egress_port, c.sm.priority, c._ctx.length, c))  # type: ignore[attr-defined]
 
     def _clone_i2e(self, port: int, data: bytes, f: object, queued: list[EgressItem]) -> None:
         ctx: PacketContext = f._ctx  # type: ignore[attr-defined]
@@ -471,7 +420,7 @@ class V1ModelPipeline:
             return
         # As simple_switch: re-parse the original packet (ingress_port kept
         # for the parse), then reset metadata but for the field list.
-        cctx = PacketContext(len(data), ctx.now_us, self.rng)
+        cctx = self._PacketContext(len(data), ctx.now_us, self.rng)
         c = self._frame(cctx)
         c.sm.ingress_port = port  # type: ignore[attr-defined]
         self._parse(c, data)
@@ -492,100 +441,14 @@ class V1ModelPipeline:
             last = i == len(replicas) - 1
             copy = c if last else self._copy(c, c._ctx)  # type: ignore[attr-defined]
             copy.sm.egress_rid = rid  # type: ignore[attr-defined]
-            queued.append(EgressItem(egress_port, copy.sm.priority, copy._ctx.length, copy))  # type: ignore[attr-defined]
-
-    def egress(self, item: "EgressItem", queue: QueueInfo | None = None) -> ProcessResult:
-        """Egress, egress cloning and deparsing for a packet leaving its
-        queue (``queue``: what the traffic manager says of it; None: an
-        empty queue, now). ``result.queued`` holds E2E clones (to be queued
-        again), ``result.recirculate`` packets to feed back into
-        :meth:`ingress`."""
-        result = _new_object(ProcessResult)  # (as in ingress)
-        result.outputs = result.digests = result.logs = result.recirculate = result.queued = _NOTHING
-        result.dropped = 0
-        if queue is None:
-            queue = self._no_queue
-        port = item.port
-        f = item.pkt
-        sm = f.sm  # type: ignore[attr-defined]
-        priority = sm.priority
-        if priority >= self.priority_queues:
-            result.dropped += 1
-            return result
-        now = self._clock_us()
-        ctx: PacketContext = f._ctx  # type: ignore[attr-defined]
-        if ctx.owner is f:
-            # The packet's own context from ingress (a unicast packet): what
-            # egress starts from (length register, payload, truncation) is in
-            # it already; what ingress asked for was acted on.
-            ctx.owner = None
-            ctx.now_us = now
-            ctx.clone = ctx.resubmit = ctx.recirculate = ctx.meter_color = None
-            ctx.digests = ctx.logs = _NOTHING
-            ctx.checksum_error = 0
-        else:  # shared with other copies (multicast, clones): one of its own
-            ictx = ctx
-            ctx = PacketContext(ictx.length, now, self.rng)
-            ctx.length_reg = ictx.length_reg
-            ctx.payload = ictx.payload
-            ctx.sm = sm
-            if ictx.truncate is not None:
-                ctx.truncate = ictx.truncate
-            f._ctx = ctx  # type: ignore[attr-defined]
-        enq_us = queue.enq_timestamp_us
-        if enq_us is None:
-            enq_us = now
-        sm.enq_timestamp = int(enq_us) & 0xFFFFFFFF
-        sm.enq_qdepth = queue.enq_qdepth & 0x7FFFF
-        sm.deq_timedelta = int(now - enq_us) & 0xFFFFFFFF
-        sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF
-        sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
-        sm.egress_port = port
-        sm.egress_spec = EGRESS_SPEC_AT_EGRESS
-        sm.packet_length = ctx.length_reg & 0xFFFFFFFF
-        try:
-            self._f_egress(f)
-        except ExitBlock:
-            pass
-        sm = f.sm  # type: ignore[attr-defined]
-        if ctx.digests:
-            result.digests = list(ctx.digests)
-        if ctx.logs:
-            result.logs = list(ctx.logs)
-        if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
-            clones: list[EgressItem] = []
-            self._clone_e2e(f, ctx, clones)
-            result.queued = clones
-        if sm.egress_spec == DROP_PORT:
-            result.dropped += 1
-            return result
-        try:
-            self._f_compute(f)
-        except ExitBlock:
-            pass
-        out: list[bytes] = []
-        f.pkt_out = out  # type: ignore[attr-defined]
-        try:
-            self._f_deparser(f)
-        except ExitBlock:
-            pass
-        out.append(ctx.payload)
-        data = b"".join(out)
-        if ctx.truncate is not None:
-            data = data[:ctx.truncate]
-        if ctx.recirculate is not None:
-            preserved = self._keep(f.meta, ctx.recirculate)  # type: ignore[attr-defined]
-            result.recirculate = [(sm.ingress_port, data, RECIRC, preserved)]
-            return result
-        result.outputs = [Output(port, data, sm.instance_type, priority)]
-        return result
+            queued.append(self._EgressItem(egress_port, copy.sm.priority, copy._ctx.length, copy))  # type: ignore[attr-defined]
 
     def _clone_e2e(self, f: object, ctx: PacketContext, queued: list[EgressItem]) -> None:
         _kind, session_id, field_list = ctx.clone  # type: ignore[misc]
         session = self.clone_sessions.get(session_id)
         if session is None:
             return
-        cctx = PacketContext(ctx.length, ctx.now_us, self.rng)
+        cctx = self._PacketContext(ctx.length, ctx.now_us, self.rng)
         cctx.length_reg = ctx.length_reg
         cctx.payload = ctx.payload
         cctx.truncate = session.truncate_bytes or None
@@ -598,7 +461,6 @@ class V1ModelPipeline:
 
 
 _NOTHING: tuple = ()
-_new_object = object.__new__
 
 
 def pre_order(replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -74,20 +74,21 @@ class V1ModelLowering:
                 if all((base + ".") in c for c in codes):
                     tmp = gen.fresh("hdr")
                     codes = [c.replace(base + ".", tmp + ".") for c in codes]
-                    cond = f"({tmp} := {base})._v"
+                    # (a header object is true; Cython mistypes ``(x := h)._v``)
+                    cond = f"(({tmp} := {base}) and {tmp}._v)"
             groups = bytepack.plan(widths)
             if groups is not None:
                 fmt = bytepack.struct_format(groups)
                 pack = gen.bind("pack_" + fmt[1:], struct.Struct(fmt).pack)
-                packed = f"{pack}({bytepack.pack_args(groups, codes, widths)})"
+                packed = f"{pack}({bytepack.pack_args(groups, codes, widths, gen.layouts.cython)})"
             else:
-                code = codes[0]
+                code = codes[0] if total <= 64 else gen.obj(codes[0])
                 for c, w in zip(codes[1:], widths[1:]):
                     code = f"(({code}) << {w}) | ({c})"
                 pad = -total % 8
                 if pad:
                     code = f"({code}) << {pad}"
-                packed = f"({code}).to_bytes({(total + pad) // 8}, 'big')"
+                packed = f"int.to_bytes({code}, {(total + pad) // 8}, 'big')"
             return packed if cond is None else f"({packed} if {cond} else b'')"
         items = "".join(f"({c}, {w}, {v or 'True'}), " for c, w, v in parts)
         return f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
@@ -133,6 +134,9 @@ class V1ModelLowering:
             gen.pre.append(f"{code}._ext({cur}{vbits})")
             return f"{gen.expr(dest.base)}._only({code})"
         if not vbits and isinstance(dest.type, HeaderType):
+            call_c = gen.layouts.extract_call(dest.type, code, cur)
+            if call_c is not None:  # (the compiled executor: in C)
+                return call_c
             # A fixed-width header: its extract inline, no method call.
             tag = gen.fresh("x")[1:]
             lines = extract_lines(gen.layouts.class_name(dest.type), dest.type, f"h{tag}",
@@ -169,7 +173,8 @@ class V1ModelLowering:
             h = gen.fresh("eh")
             packed = gen.layouts.pack_expr(value.type, h)
             if packed is not None:  # the packer called inline: no _emit call
-                return f"({h} := {code})._v and {out}.append({packed})"
+                gen.pre.append(f"{h} = {code}")
+                return f"{h}._v and {out}.append({packed})"
             return f"{code}._v and {code}._emit({out})"
         if isinstance(value.type, (StructType, StackType, HeaderUnionType)):
             return f"{code}._emit({out})"

@@ -25,8 +25,8 @@ def fabric():
     return compile_file(FABRIC)
 
 
-def _fabric(program, cached: bool = True) -> V1ModelPipeline:
-    pipe = V1ModelPipeline(program, seed=3, clock_us=StepClock())
+def _fabric(program, cached: bool = True, executor: str | None = None) -> V1ModelPipeline:
+    pipe = V1ModelPipeline(program, seed=3, clock_us=StepClock(), executor=executor)
     if not cached:
         pipe.decisions = None
     classify = pipe.table("FabricIngress.classify")

@@ -31,12 +31,13 @@ def _incast(seed: int) -> dict:  # type: ignore[type-arg]
                     capture={"ports": ["leaf-r0-0:3", "srv0/gpu0"], "max_packets": 100000})
 
 
-def _run(tmp: Path, name: str, data: dict, hash_seed: str) -> Path:  # type: ignore[type-arg]
+def _run(tmp: Path, name: str, data: dict, hash_seed: str,  # type: ignore[type-arg]
+         *options: str) -> Path:
     source = tmp / f"{name}.yaml"
     source.write_text(yaml.safe_dump(data))
     out = tmp / name
     subprocess.run([sys.executable, "-m", "emulator.cli.main", "run", str(source),
-                    "--out", str(out), "--no-progress"], cwd=REPO, check=False,
+                    "--out", str(out), "--no-progress", *options], cwd=REPO, check=False,
                    capture_output=True, timeout=300,
                    env={**os.environ, "PYTHONHASHSEED": hash_seed})
     assert (out / "results.json").exists(), f"no results in {out}"
@@ -64,3 +65,27 @@ def test_same_file_and_seed_give_the_same_bytes(tmp_path: Path) -> None:
     c = _run(tmp_path, "c", _incast(8), "1")
     assert (a / "pcaps/leaf-r0-0-p3.pcap").read_bytes() != \
         (c / "pcaps/leaf-r0-0-p3.pcap").read_bytes()
+
+
+def test_the_p4_executors_give_the_same_bytes(tmp_path: Path) -> None:
+    """The switches' P4 code compiled (Cython) or run as Python: the same
+    results, CSVs and pcaps; results.json says which ran it."""
+    py = _run(tmp_path, "py", _incast(7), "1", "--executor", "python")
+    cy = _run(tmp_path, "cy", _incast(7), "1")  # auto: Cython where it can be built
+    rp, rc = _results(py), _results(cy)
+    assert rp["sim"].pop("p4_executor") == "python"
+    executor = rc["sim"].pop("p4_executor")
+    rc["sim"].pop("p4_executor_note", None)
+    assert executor == "cython" or not _cython_buildable(), executor
+    assert rp == rc
+    for name in ("flows.csv", "ports.csv", "links.csv", "queues.csv", "series.csv",
+                 "rates.csv", "pauses.csv", "pcaps/leaf-r0-0-p3.pcap", "pcaps/srv0-gpu0.pcap"):
+        assert (py / name).read_bytes() == (cy / name).read_bytes(), name
+
+
+def _cython_buildable() -> bool:
+    import importlib.util
+    import shutil
+    import sysconfig
+    return (importlib.util.find_spec("Cython") is not None and shutil.which("gcc") is not None
+            and Path(sysconfig.get_paths()["include"], "Python.h").exists())

@@ -1,0 +1,323 @@
+"""The v1model packet flow around a program's blocks, written into its
+generated module: ``ingress(port, data, instance_type, preserved)`` and
+``egress(item, queue)``, which :class:`.pipeline.V1ModelPipeline` exposes as
+its methods of those names (see their docstrings there).
+
+It is generated code because it is per-packet code: in the module it calls
+the program's blocks and makes its frames directly, and compiled (the Cython
+executor, :mod:`.compiled`) it reads and writes the frame's standard
+metadata as C fields. The text is the same for both executors; lines
+``#cy: ...`` are comments to Python and declarations to Cython. The
+pipeline object is ``PIPE``; the rare paths (clones, multicast, resubmit,
+recirculate) are its methods.
+"""
+
+from __future__ import annotations
+
+# Names the text uses besides the module's own (bound by ``bind``, but for
+# the compiled twins below, which are the module's):
+# PIPE, the blocks' functions (__PARSER__ ... __DEPARSER__, replaced by
+# :func:`driver_source`), the standard metadata's class (__SM__).
+DRIVER = '''
+def ingress(port, data, instance_type=0, preserved=None):
+    #cy: cdef PacketFrame f
+    #cy: cdef __SM__ sm
+    #cy: cdef PacketContext ctx
+    #cy: cdef Cursor cur
+    #cy: cdef ProcessResult result
+    result = ProcessResult.__new__(ProcessResult)
+    result.outputs = result.digests = result.logs = result.recirculate = _NOTHING
+    result.queued = queued = []
+    result.dropped = 0
+    passes = 0
+    while True:
+        passes += 1
+        if passes > MAX_PASSES:
+            result.dropped += 1
+            return result
+        now = PIPE._clock_us()
+        ctx = PacketContext(len(data), now, PIPE.rng)
+        f = mk_packet(ctx)
+        meta = f.meta
+        sm = f.sm
+        ctx.sm = sm
+        if preserved:
+            for name, value in preserved.items():
+                setattr(meta, name, value)
+        sm.packet_length = ctx.length
+        if instance_type == NORMAL:  # (the metadata's default instance type)
+            # Only a packet received from a port gets these (SimpleSwitch::
+            # receive_); a resubmitted or recirculated one has its metadata
+            # reset (but for the field list), so they read 0.
+            sm.ingress_port = port
+            sm.ingress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+        else:
+            sm.instance_type = instance_type
+        cur = Cursor(data)
+        f.pkt_in = cur
+        try:
+            __PARSER__(f)
+        except ParserError as exc:
+            if exc.args and exc.args[0] is not None:
+                f.sm.parser_error = exc.args[0]
+        ctx.payload = data[cur.off:] if cur.off else data
+        try:
+            __VERIFY__(f)
+        except ExitBlock:
+            pass
+        if ctx.checksum_error:
+            f.sm.checksum_error = ctx.checksum_error
+        decisions = PIPE.decisions
+        if decisions is None or instance_type != NORMAL or preserved:
+            try:
+                __INGRESS__(f)
+            except ExitBlock:
+                pass
+        else:
+            key = decisions.read_key(f)
+            cached = decisions.entries.get(key)
+            if cached is not None:
+                # The same fields in, the same tables: the same decisions.
+                decisions.hits += 1
+                write, values, bumps, length_delta = cached
+                write(f, values)
+                if bumps:
+                    replay_bumps(bumps, ctx.length)
+                ctx.length_reg += length_delta
+            else:
+                decisions.misses += 1
+                ctx.nocache = False  # (the parser's and verify's marks don't count)
+                ctx.bumps = []
+                length_reg = ctx.length_reg
+                read = decisions.read
+                before = key if read is decisions.read_key else read(f)
+                try:
+                    __INGRESS__(f)
+                except ExitBlock:
+                    pass
+                if not ctx.nocache and ctx.clone is None and ctx.resubmit is None \\
+                        and ctx.recirculate is None and ctx.truncate is None \\
+                        and not ctx.digests and not ctx.logs and ctx.meter_color is None:
+                    decisions.store(key, before, read(f), tuple(ctx.bumps),
+                                    ctx.length_reg - length_reg)
+        sm = f.sm
+        if ctx.digests:
+            result.digests = [*result.digests, *ctx.digests]
+        if ctx.logs:
+            result.logs = [*result.logs, *ctx.logs]
+        if ctx.clone is not None and ctx.clone[0] == CLONE_I2E:
+            PIPE._clone_i2e(port, data, f, queued)
+        if ctx.resubmit is not None:
+            preserved = PIPE._keep(f.meta, ctx.resubmit)
+            instance_type = RESUBMIT
+            continue
+        mgid = sm.mcast_grp
+        if mgid:
+            sm.instance_type = REPLICATION
+            PIPE._replicate(mgid, f, queued, result)
+            return result
+        egress_spec = sm.egress_spec
+        if egress_spec == DROP_PORT:
+            result.dropped += 1
+            return result
+        sm.instance_type = NORMAL
+        ctx.owner = f  # no other frame shares this context: egress may reuse it
+        queued.append(EgressItem(egress_spec, sm.priority, ctx.length, f))
+        return result
+
+
+def egress(item, queue=None):
+    #cy: cdef PacketFrame f
+    #cy: cdef __SM__ sm
+    #cy: cdef PacketContext ctx
+    #cy: cdef ProcessResult result
+    result = ProcessResult.__new__(ProcessResult)  # (as in ingress)
+    result.outputs = result.digests = result.logs = result.recirculate = result.queued = _NOTHING
+    result.dropped = 0
+    if queue is None:
+        queue = PIPE._no_queue
+    port = item.port
+    f = item.pkt
+    sm = f.sm
+    priority = sm.priority
+    if priority >= PIPE.priority_queues:
+        result.dropped += 1
+        return result
+    now = PIPE._clock_us()
+    ctx = f._ctx
+    if ctx.owner is f:
+        # The packet's own context from ingress (a unicast packet): what
+        # egress starts from (length register, payload, truncation) is in
+        # it already; what ingress asked for was acted on.
+        ctx.owner = None
+        ctx.now_us = now
+        ctx.clone = ctx.resubmit = ctx.recirculate = ctx.meter_color = None
+        ctx.digests = ctx.logs = _NOTHING
+        ctx.checksum_error = 0
+    else:  # shared with other copies (multicast, clones): one of its own
+        ictx = f._ctx
+        ctx = PacketContext(ictx.length, now, PIPE.rng)
+        ctx.length_reg = ictx.length_reg
+        ctx.payload = ictx.payload
+        ctx.sm = sm
+        if ictx.truncate is not None:
+            ctx.truncate = ictx.truncate
+        f._ctx = ctx
+    enq_us = queue.enq_timestamp_us
+    if enq_us is None:
+        enq_us = now
+    sm.enq_timestamp = int(enq_us) & 0xFFFFFFFF
+    sm.enq_qdepth = queue.enq_qdepth & 0x7FFFF
+    sm.deq_timedelta = int(now - enq_us) & 0xFFFFFFFF
+    sm.deq_qdepth = queue.deq_qdepth & 0x7FFFF
+    sm.egress_global_timestamp = int(now) & 0xFFFFFFFFFFFF
+    sm.egress_port = port
+    sm.egress_spec = EGRESS_SPEC_AT_EGRESS
+    sm.packet_length = ctx.length_reg & 0xFFFFFFFF
+    try:
+        __EGRESS__(f)
+    except ExitBlock:
+        pass
+    sm = f.sm
+    if ctx.digests:
+        result.digests = list(ctx.digests)
+    if ctx.logs:
+        result.logs = list(ctx.logs)
+    if ctx.clone is not None and ctx.clone[0] == CLONE_E2E:
+        clones = []
+        PIPE._clone_e2e(f, ctx, clones)
+        result.queued = clones
+    if sm.egress_spec == DROP_PORT:
+        result.dropped += 1
+        return result
+    try:
+        __COMPUTE__(f)
+    except ExitBlock:
+        pass
+    out = []
+    f.pkt_out = out
+    try:
+        __DEPARSER__(f)
+    except ExitBlock:
+        pass
+    out.append(ctx.payload)
+    data = b"".join(out)
+    if ctx.truncate is not None:
+        data = data[:ctx.truncate]
+    if ctx.recirculate is not None:
+        preserved = PIPE._keep(f.meta, ctx.recirculate)
+        result.recirculate = [(sm.ingress_port, data, RECIRC, preserved)]
+        return result
+    result.outputs = [Output(port, data, sm.instance_type, priority)]
+    return result
+'''
+
+# The compiled driver's own classes for the per-packet objects, as extension
+# types: the same attributes, methods and defaults as the Python classes
+# they stand for (.externs.PacketContext and Cursor, .pipeline.ProcessResult
+# and EgressItem), which the pipeline uses in their place (its namespace).
+CYTHON_TWINS = """
+from emulator.p4.exec.externs import COLOR_GREEN
+
+cdef class PacketContext:
+    cdef public object length, length_reg, now_us, rng, clone, resubmit, recirculate
+    cdef public object truncate, digests, checksum_error, logs, meter_color, payload, sm
+    cdef public object owner, bumps
+    cdef public bint nocache
+
+    def __init__(self, length, now_us, rng):
+        self.length = length
+        self.length_reg = length
+        self.now_us = now_us
+        self.rng = rng
+        self.clone = self.resubmit = self.recirculate = self.truncate = None
+        self.digests = ()
+        self.checksum_error = 0
+        self.logs = ()
+        self.meter_color = None
+        self.payload = b""
+        self.sm = self.owner = None
+        self.nocache = False
+        self.bumps = []
+
+    def digest(self, name, value):
+        if not self.digests:
+            self.digests = []
+        self.digests.append((name, value))
+
+    def log(self, line):
+        if not self.logs:
+            self.logs = []
+        self.logs.append(line)
+
+    def set_color(self, meter_key, color):
+        if self.meter_color is None:
+            self.meter_color = {}
+        self.meter_color[meter_key] = color
+
+    def color(self, meter_key):
+        colors = self.meter_color
+        return colors.get(meter_key, COLOR_GREEN) if colors is not None else COLOR_GREEN
+
+
+cdef class Cursor:
+    cdef public object buf
+    cdef public Py_ssize_t off, end
+
+    def __init__(self, buf):
+        self.buf = buf
+        self.off = 0
+        self.end = len(buf)
+
+
+cdef class ProcessResult:
+    cdef public object outputs, dropped, digests, logs, queued, recirculate
+
+    def __init__(self, outputs=None, dropped=0, digests=None, logs=None, queued=None,
+                 recirculate=None):
+        self.outputs = outputs or []
+        self.dropped = dropped
+        self.digests = digests or []
+        self.logs = logs or []
+        self.queued = queued or []
+        self.recirculate = recirculate or []
+
+
+cdef class EgressItem:
+    cdef public object port, priority, length, pkt
+
+    def __init__(self, port, priority, length, pkt):
+        self.port = port
+        self.priority = priority
+        self.length = length
+        self.pkt = pkt
+
+
+def _c_replay_bumps(tuple bumps, nbytes):
+    # .decisions.replay_bumps
+    for b in bumps:
+        if type(b) is tuple:
+            packets, byte_cells, i = b
+            packets[i] += 1
+            byte_cells[i] += nbytes
+        else:
+            b.packets += 1
+            b.bytes += nbytes
+"""
+TWIN_NAMES = ("PacketContext", "Cursor", "ProcessResult", "EgressItem")
+# Python functions the compiled driver has a C twin of (by qualified name).
+DRIVER_C_TWINS = {"emulator.p4.exec.decisions.replay_bumps": "_c_replay_bumps"}
+
+BLOCKS = ("__PARSER__", "__VERIFY__", "__INGRESS__", "__EGRESS__", "__COMPUTE__", "__DEPARSER__")
+
+
+def driver_source(block_fns: list[str], sm_class: str, cython: bool) -> str:
+    """The driver for a program whose six V1Switch blocks are the functions
+    ``block_fns`` (in package order) and whose standard metadata is the
+    class ``sm_class``; ``cython``: with the declarations."""
+    text = DRIVER.replace("__SM__", sm_class)
+    for placeholder, fn in zip(BLOCKS, block_fns):
+        text = text.replace(placeholder, fn)
+    if cython:
+        return text.replace("#cy: ", "")
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#cy: "))

@@ -1,0 +1,147 @@
+"""The compiled executor (emulator.p4.exec.compiled): the same generated code
+built with Cython gives the same packets, drops, digests, logs, registers
+and counters as the Python executor, on fabric.p4 and on a program made of
+what C integers could get wrong (tests/unit/p4/compiled_kit.py); switches
+sharing one built module keep their own state; a module that cannot be built
+leaves the pipeline on Python, saying why in one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import shutil
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from emulator.p4.exec import compiled
+from emulator.p4.exec.externs import csum16
+from emulator.p4.exec.pipeline import QueueInfo, V1ModelPipeline
+from emulator.p4.frontend import compile_file
+from tests.unit.p4.compiled_kit import observe, packets, pipeline, state
+from tests.unit.p4.conformance_kit import StepClock
+from tests.unit.p4.test_exec_decisions import _fabric, _mixed_frames, roce
+
+FABRIC = Path(__file__).resolve().parents[3] / "p4src" / "fabric.p4"
+
+
+def _toolchain_missing() -> str | None:
+    if importlib.util.find_spec("Cython") is None:
+        return "needs Cython (make setup installs it)"
+    if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is None:
+        return "needs a C compiler (make setup installs gcc)"
+    if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
+        return "needs Python's headers (make setup installs python3-dev)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_toolchain_missing() is not None,
+                                reason=_toolchain_missing() or "")
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return compile_file(FABRIC)
+
+
+def _fabric_on(program, executor: str) -> V1ModelPipeline:
+    pipe = _fabric(program, executor=executor)
+    assert pipe.executor == executor, pipe.executor_note
+    return pipe
+
+
+def test_fabric_p4_forwards_marks_and_counts_the_same(fabric):
+    frames = _mixed_frames() + [(port, roce(sport=0xC000 + i % 40, psn=i, size=60 + i % 900,
+                                           ttl=(1, 2, 64)[i % 3], dst=f"10.0.{i % 3}.{i % 9}"))
+                                for i, port in enumerate([1, 2, 3] * 200)]
+    seen = {}
+    for executor in ("python", "cython"):
+        pipe = _fabric_on(fabric, executor)
+        out = []
+        for i, (port, frame) in enumerate(frames):
+            res = pipe.ingress(port, frame)
+            for item in res.queued:  # egress with queue depths around the ECN thresholds
+                eg = pipe.egress(item, QueueInfo(enq_qdepth=i % 30, deq_qdepth=i % 7,
+                                                 enq_timestamp_us=float(i)))
+                out.append([(o.port, o.data, o.priority, o.instance_type) for o in eg.outputs])
+            out.append((res.dropped, len(res.queued)))
+        counters = {name: (list(c.packets), list(c.bytes)) for name, c in pipe.counters.items()}
+        seen[executor] = (out, counters, pipe.decisions.hits, pipe.decisions.misses)
+    assert seen["cython"] == seen["python"]
+    assert seen["python"][2] > 250  # the decision cache was used (and replayed counters)
+
+
+def test_what_c_integers_could_get_wrong_comes_out_the_same():
+    frames = packets(700)
+    python, cython = pipeline("python"), pipeline("cython")
+    assert cython.executor == "cython", cython.executor_note
+    for port, frame in frames:
+        assert observe(cython, port, frame) == observe(python, port, frame), frame.hex()
+    assert state(cython) == state(python)
+    outcomes = [observe(python, port, frame) for port, frame in frames[:200]]
+    # the program's branches were reached: drops, digests, logs, several copies
+    assert any(o[1] for o in outcomes) and any(o[2] for o in outcomes)
+    assert any(o[3] for o in outcomes) and any(len(o[0]) > 1 for o in outcomes)
+
+
+def test_switches_sharing_a_module_keep_their_own_state(fabric):
+    cache: dict = {}
+    a = V1ModelPipeline(fabric, seed=1, clock_us=StepClock(), types_cache=cache, executor="cython")
+    b = _fabric(fabric, executor="cython")  # the same module, its own tables
+    assert a.executor == b.executor == "cython"
+    assert type(a._Frame) is type(b._Frame)
+    assert a.compiled.namespace["bind"] is b.compiled.namespace["bind"]
+    frame = roce(dst="10.0.0.2")
+    assert a.process(2, frame).dropped == 1           # a has no routes
+    assert [o.port for o in b.process(2, frame).outputs] == [1]
+    drops = lambda p: sum(p.counters["FabricIngress.drop_counter"].packets)  # noqa: E731
+    rx = lambda p: sum(p.counters["FabricIngress.rx_counter"].packets)  # noqa: E731
+    assert (drops(a), drops(b), rx(a), rx(b)) == (1, 0, 1, 1)
+
+
+def test_a_program_that_cannot_be_built_runs_on_python(fabric, monkeypatch):
+    def refuse(source: str, label: str = "") -> None:
+        raise compiled.Unavailable("Cython is not installed (pip install cython)")
+    monkeypatch.setattr(compiled, "load", refuse)
+    pipe = V1ModelPipeline(fabric, seed=3, clock_us=StepClock(), executor="cython")
+    assert pipe.executor == "python"
+    assert pipe.executor_note == "Cython is not installed (pip install cython)"
+    assert pipe.process(1, roce()).dropped == 1  # no routes: the Python code runs
+
+
+def test_a_build_error_is_one_line_naming_the_generated_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIFABRIC_CACHE", str(tmp_path))
+    with pytest.raises(compiled.Unavailable) as exc:
+        compiled.load("def broken(:\n    pass\n", "broken.p4")
+    message = str(exc.value)
+    assert "\n" not in message and "broken.p4" in message
+    assert message.startswith("Cython failed on broken.p4: aifabric_p4_") and ".pyx:1:" in message
+    assert not any(p.name.endswith(".pyx") for p in tmp_path.rglob("*"))  # no leftovers
+
+
+def test_the_c_checksum_is_the_python_one(fabric):
+    pipe = V1ModelPipeline(fabric, seed=3, clock_us=StepClock(), executor="cython")
+    c_csum16 = pipe.compiled.namespace["_c_csum16"]
+    rng = random.Random(4)
+    cases = [b"", b"\x00", b"\xff", b"\xff\xff", b"\xff\xff" * 9, b"\x00\x00\xff\xff"]
+    cases += [bytes(rng.choice([0, 0xFF, rng.randrange(256)]) for _ in range(n))
+              for n in list(range(1, 64)) * 20 + [1500, 9000]]
+    for data in cases:
+        assert c_csum16(data) == csum16(data), data.hex()
+
+
+def test_a_built_module_is_kept_and_loaded_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIFABRIC_CACHE", str(tmp_path))
+    source = f"def answer():\n    return {random.randrange(1 << 30)}\n"  # a module of its own
+    module = compiled.load(source, "tiny")
+    built = list((tmp_path / "p4-cython").glob("aifabric_p4_*"))
+    assert len(built) == 1 and built[0].name.endswith(sysconfig.get_config_var("EXT_SUFFIX"))
+    assert compiled.load(source, "tiny") is module  # loaded once per process
+    monkeypatch.delitem(__import__("sys").modules, module.__name__)
+
+    def no_build(*args: object) -> None:
+        raise AssertionError("built again")
+    monkeypatch.setattr(compiled, "_build", no_build)
+    again = compiled.load(source, "tiny")  # from the cache folder
+    assert again.answer() == module.answer()
