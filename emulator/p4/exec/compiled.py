@@ -76,7 +76,10 @@ def load(source: str, label: str = "") -> ModuleType:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = folder / (name + suffix)
     if not target.exists():
-        _build(source, name, folder, target, label)
+        try:
+            _build(source, name, folder, target, label)
+        except OSError as exc:  # a cache folder not writable, a full disk
+            raise Unavailable(f"cannot build in {folder}: {exc.strerror or exc}") from exc
     spec = importlib.util.spec_from_file_location(name, target)
     if spec is None or spec.loader is None:
         raise Unavailable(f"cannot load {target}")
@@ -90,10 +93,7 @@ def load(source: str, label: str = "") -> ModuleType:
 
 
 def _build(source: str, name: str, folder: Path, target: Path, label: str) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Unavailable(f"cannot create the build cache {folder}: {exc}") from exc
+    folder.mkdir(parents=True, exist_ok=True)
     include = sysconfig.get_paths().get("include", "")
     if not Path(include, "Python.h").exists():
         raise Unavailable(f"Python's headers are missing ({include}/Python.h: apt install python3-dev)")

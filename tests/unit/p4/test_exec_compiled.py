@@ -145,3 +145,13 @@ def test_a_built_module_is_kept_and_loaded_again(tmp_path, monkeypatch):
     monkeypatch.setattr(compiled, "_build", no_build)
     again = compiled.load(source, "tiny")  # from the cache folder
     assert again.answer() == module.answer()
+
+
+def test_a_cache_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("AIFABRIC_CACHE", str(blocked))
+    with pytest.raises(compiled.Unavailable) as exc:
+        compiled.load(f"x = {random.randrange(1 << 30)}\n", "tiny")
+    assert str(exc.value).startswith(f"cannot build in {blocked}/p4-cython: ")
+    assert "\n" not in str(exc.value)
