@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from emulator.cache import cache_dir
+from emulator import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_AGE_S = 7 * 24 * 3600

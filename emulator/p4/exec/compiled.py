@@ -30,7 +30,7 @@ import sysconfig
 from pathlib import Path
 from types import ModuleType
 
-from emulator.cache import cache_dir
+from emulator import cache_dir
 
 BUILD_TIMEOUT_S = 600
 # Compiled with these (part of the cache key); -O1 builds in about half
@@ -110,11 +110,17 @@ def _build(source: str, name: str, folder: Path, target: Path, label: str) -> No
             cmd = [sys.executable, "-m", "cython", "-3", "--fast-fail", "-o", str(c_file)]
             for d in DIRECTIVES:
                 cmd += ["-X", d]
-            _run(cmd + [str(pyx)], "Cython", label)
             cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
             so = work / target.name
-            _run(cc + list(CFLAGS) + [f"-I{include}", str(c_file), "-o", str(so)], "the C compiler",
-                 label)
+            try:
+                _run(cmd + [str(pyx)], "Cython", label)
+                _run(cc + list(CFLAGS) + [f"-I{include}", str(c_file), "-o", str(so)],
+                     "the C compiler", label)
+            except Unavailable:
+                for kept in (pyx, c_file):  # for the error to point at
+                    if kept.exists():
+                        os.replace(kept, folder / kept.name)
+                raise
             os.replace(so, target)
         finally:
             for p in work.iterdir():
@@ -134,5 +140,6 @@ def _run(cmd: list[str], what: str, label: str) -> None:
         # "FILE:LINE:COL: message" (Cython's and the compiler's), else any
         errors = [ln for ln in lines if _LOCATED.search(ln)] or lines
         tail = errors[0] if errors else f"exit status {done.returncode}"
-        tail = re.sub(r"\S*/(aifabric_p4_\w+\.(pyx|c))", r"\1", tail)  # (the build folder is gone)
+        # the source is kept in the cache folder, the build folder goes
+        tail = re.sub(r"/aifabric_p4_\w+\.build-\d+/", "/", tail)
         raise Unavailable(f"{what} failed on {label or 'the program'}: {tail}")

@@ -219,6 +219,7 @@ def egress(item, queue=None):
 CYTHON_TWINS = """
 from emulator.p4.exec.externs import COLOR_GREEN
 
+@cython.freelist(32)
 cdef class PacketContext:
     cdef public object length, length_reg, now_us, rng, clone, resubmit, recirculate
     cdef public object truncate, digests, checksum_error, logs, meter_color, payload, sm
@@ -260,6 +261,7 @@ cdef class PacketContext:
         return colors.get(meter_key, COLOR_GREEN) if colors is not None else COLOR_GREEN
 
 
+@cython.freelist(32)
 cdef class Cursor:
     cdef public object buf
     cdef public Py_ssize_t off, end
@@ -270,6 +272,7 @@ cdef class Cursor:
         self.end = len(buf)
 
 
+@cython.freelist(32)
 cdef class ProcessResult:
     cdef public object outputs, dropped, digests, logs, queued, recirculate
 
@@ -283,6 +286,7 @@ cdef class ProcessResult:
         self.recirculate = recirculate or []
 
 
+@cython.freelist(32)
 cdef class EgressItem:
     cdef public object port, priority, length, pkt
 

@@ -110,14 +110,17 @@ def test_a_program_that_cannot_be_built_runs_on_python(fabric, monkeypatch):
     assert pipe.process(1, roce()).dropped == 1  # no routes: the Python code runs
 
 
-def test_a_build_error_is_one_line_naming_the_generated_file(tmp_path, monkeypatch):
+def test_a_build_error_is_one_line_naming_the_kept_source(tmp_path, monkeypatch):
     monkeypatch.setenv("AIFABRIC_CACHE", str(tmp_path))
+    source = "def broken(:\n    pass\n"
     with pytest.raises(compiled.Unavailable) as exc:
-        compiled.load("def broken(:\n    pass\n", "broken.p4")
+        compiled.load(source, "broken.p4")
     message = str(exc.value)
-    assert "\n" not in message and "broken.p4" in message
-    assert message.startswith("Cython failed on broken.p4: aifabric_p4_") and ".pyx:1:" in message
-    assert not any(p.name.endswith(".pyx") for p in tmp_path.rglob("*"))  # no leftovers
+    assert "\n" not in message
+    kept = tmp_path / "p4-cython" / f"{compiled.module_name(source)}.pyx"
+    assert message.startswith(f"Cython failed on broken.p4: {kept}:1:"), message
+    assert kept.read_text() == source  # the source the error points into
+    assert not list((tmp_path / "p4-cython").glob("*.build-*"))  # no build folder left
 
 
 def test_the_c_checksum_is_the_python_one(fabric):
