@@ -105,10 +105,12 @@ class ModuleBuilder:
         self._frame_names: dict[int, str] = {}
         self._block_names: dict[int, str] = {}
         self._actions: dict[int, ir.Action] = {}
-        self._shared: set[int] = set()
+        # the blocks sharing PacketFrame, in package order (the generated text
+        # must not depend on where objects live: a build is keyed by it)
+        self._shared: dict[int, None] = {}
         self._bound: dict[tuple[int, int], str] = {}  # (id(table), aid) → wrapper name
         for block, names in zip(program.package.blocks, roles):
-            self._shared.add(id(block))
+            self._shared[id(block)] = None
             for param, name in zip(block.params, names):
                 self.gen.force_name(param, "v", name)
 

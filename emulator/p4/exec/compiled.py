@@ -9,8 +9,8 @@ checks they give the same bytes).
 
 A module is built once per source text (and Cython, Python and compiler) and
 kept in ``$AIFABRIC_CACHE/p4-cython`` (default ``~/.cache/aifabric``): the
-first run of a program pays Cython and the C compiler (tens of seconds),
-later runs load it. Builds of the same text by several processes (MPI ranks)
+first run of a program pays Cython and the C compiler (about ten seconds),
+later runs load it; a build removes what was not loaded for 30 days. Builds of the same text by several processes (MPI ranks)
 wait for one another on a lock. Where Cython, a C compiler or Python's headers
 are missing, or a build fails, :func:`load` raises :class:`Unavailable`,
 saying why in one line, and the caller runs the Python executor.
@@ -27,12 +27,14 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from types import ModuleType
 
 from emulator import cache_dir
 
 BUILD_TIMEOUT_S = 600
+KEEP_DAYS = 30  # a module not loaded for this long is removed at the next build
 # Compiled with these (part of the cache key); -O1 builds in about half
 # the time of -O2 and runs as fast on this code (calls into CPython).
 CFLAGS = ("-O1", "-fPIC", "-shared", "-fno-strict-aliasing", "-w")
@@ -80,6 +82,12 @@ def load(source: str, label: str = "") -> ModuleType:
             _build(source, name, folder, target, label)
         except OSError as exc:  # a cache folder not writable, a full disk
             raise Unavailable(f"cannot build in {folder}: {exc.strerror or exc}") from exc
+        _prune(folder)
+    else:
+        try:
+            os.utime(target)  # in use: kept by _prune
+        except OSError:
+            pass
     spec = importlib.util.spec_from_file_location(name, target)
     if spec is None or spec.loader is None:
         raise Unavailable(f"cannot load {target}")
@@ -126,6 +134,18 @@ def _build(source: str, name: str, folder: Path, target: Path, label: str) -> No
             for p in work.iterdir():
                 p.unlink()
             work.rmdir()
+
+
+def _prune(folder: Path) -> None:
+    """Remove what was built here and not loaded for :data:`KEEP_DAYS` (the
+    modules of programs and versions no longer run)."""
+    old = time.time() - KEEP_DAYS * 86400
+    for path in folder.glob("aifabric_p4_*"):
+        try:
+            if path.stat().st_mtime < old:
+                path.unlink()
+        except OSError:
+            pass
 
 
 def _run(cmd: list[str], what: str, label: str) -> None:

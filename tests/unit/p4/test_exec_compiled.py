@@ -158,3 +158,35 @@ def test_a_cache_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch
         compiled.load(f"x = {random.randrange(1 << 30)}\n", "tiny")
     assert str(exc.value).startswith(f"cannot build in {blocked}/p4-cython: ")
     assert "\n" not in str(exc.value)
+
+
+def test_every_compile_of_a_program_writes_the_same_module(monkeypatch):
+    """The module is built once per text: a text that depended on where
+    objects live (the order of a set of ids) would be built again by many
+    runs and ranks."""
+    names: list[str] = []
+
+    def name_only(source: str, label: str = "") -> None:
+        names.append(compiled.module_name(source))
+        raise compiled.Unavailable("only the name")
+    monkeypatch.setattr(compiled, "load", name_only)
+    ballast = []
+    for i in range(12):  # the program's objects at other addresses each time
+        ballast.append([object() for _ in range(i * 37)])
+        V1ModelPipeline(compile_file(FABRIC), executor="cython")
+    assert len(names) == 12 and len(set(names)) == 1, set(names)
+
+
+def test_a_build_removes_modules_not_loaded_for_a_month(tmp_path, monkeypatch):
+    import os
+    import time
+    monkeypatch.setenv("AIFABRIC_CACHE", str(tmp_path))
+    folder = tmp_path / "p4-cython"
+    folder.mkdir()
+    stale, recent = folder / "aifabric_p4_old.so", folder / "aifabric_p4_recent.so"
+    for path, age_days in ((stale, 31), (recent, 29)):
+        path.write_bytes(b"")
+        then = time.time() - age_days * 86400
+        os.utime(path, (then, then))
+    compiled.load(f"x = {random.randrange(1 << 30)}\n", "tiny")
+    assert not stale.exists() and recent.exists()
