@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 MACHINE_KEYS = ("wall", "cpu", "per_s", "per_wall", "per_cpu", "seconds_taken", "started", "timings",
-                "finished", "host", "python", "p4_executor")
+                "finished", "host", "python", "p4_executor", "speedups")
 
 
 def _strip(value: Any) -> Any:
@@ -141,29 +141,26 @@ def main() -> int:
     scenario = scenario_from_dict(data, f"<{args.load}>")
     prof = cProfile.Profile() if args.profile else None
     counter = BytecodeCounter() if args.bytecodes else None
-    if counter is not None:
-        from emulator.sim.engine import Engine
-        traced = Engine._run
+    if counter is not None or prof:
+        # only the engine's runs (the events), not setup, P4 compiles or plots;
+        # a subclass, not a patch (Engine may be an extension type)
+        import emulator.sim.engine as engine_module
+        import emulator.sim.links  # noqa: F401  (its types import the real Engine first)
+        plain = engine_module.Engine
 
-        def counted(self: Engine, *a: Any) -> float:
-            sys.settrace(counter.on)
-            try:
-                return traced(self, *a)
-            finally:
-                sys.settrace(None)
-        Engine._run = counted  # type: ignore[method-assign]
-    if prof:
-        # only the engine's runs (the events), not setup, P4 compiles or plots
-        from emulator.sim.engine import Engine
-        plain = Engine._run
-
-        def profiled(self: Engine, *a: Any) -> float:
-            prof.enable()
-            try:
-                return plain(self, *a)
-            finally:
-                prof.disable()
-        Engine._run = profiled  # type: ignore[method-assign]
+        class Measured(plain):  # type: ignore[misc, valid-type]
+            def _run(self, *a: Any) -> float:
+                if counter is not None:
+                    sys.settrace(counter.on)
+                if prof is not None:
+                    prof.enable()
+                try:
+                    return super()._run(*a)
+                finally:
+                    if prof is not None:
+                        prof.disable()
+                    sys.settrace(None)
+        engine_module.Engine = Measured  # type: ignore[misc]
     results = run_sim(scenario, args.out, progress=False)
     if prof:
         stats = pstats.Stats(prof)

@@ -24,3 +24,4 @@ def cache_dir() -> Path:
     root = os.environ.get("AIFABRIC_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aifabric")
     return Path(root)
+

@@ -33,7 +33,8 @@ stretches far less). Everything but those figures (``sim.wall_s``,
 ``sim.cpu_s``, ``sim.events_per_wall_s``, ``sim.hops_per_wall_s``,
 ``sim.hops_per_cpu_s``, ``timings``, and ``sim.p4_executor``: what ran the
 switches' P4 code, ``cython`` or ``python``, with ``sim.p4_executor_note``
-saying why not Cython where it was not) is the same to the byte on every run
+saying why not Cython where it was not, and ``sim.speedups``: whether the
+engine, data plane and agents ran compiled, :mod:`emulator.speedups`) is the same to the byte on every run
 of the same file and seed.
 
 Time bins: the queue series and the agents' binned counts use one bin,
@@ -76,6 +77,7 @@ from emulator.scenario.workload import (
 from emulator.sim.collector import settled_collector
 from emulator.sim.parallel import WindowStats, run_windows
 from emulator.sim.partition import describe
+from emulator.speedups import state as speedups_state
 from emulator.topology import scale_up_tier
 
 # Order keys of the runner's calls at one instant (emulator.sim.engine):
@@ -349,8 +351,10 @@ def _finish(scenario: Scenario, out: Path, flows: list, plans: list, qps: list,
                  "frames_to_idle_gpus": merged.frames_to_idle_gpus,
                  "lost_on_down_links": merged.lost_on_down_links,
                  "ranks": 1 if ranks is None else ranks.size,
-                 # what ran the P4 code (rank 0's switches): a machine figure
-                 **{k: v for k, v in figures[0].items() if k.startswith("p4_executor")}}
+                 # what ran the P4 code (rank 0's switches) and the engine, data
+                 # plane and agents (compiled or Python, emulator.speedups): machine figures
+                 **{k: v for k, v in figures[0].items() if k.startswith("p4_executor")},
+                 "speedups": speedups_state()}
     if ranks is not None:
         sim_block.update(rank_figures(shares, ranks))
     extra: dict[str, Any] = {"events": [e[3] for e in merged.events], "errors": errors,

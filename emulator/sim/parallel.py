@@ -47,16 +47,17 @@ class RankError(SimError):
     """Another rank (or this one) failed: the run stops on every rank."""
 
 
-class Outbox:
+class Outbox(Engine):
     """What this rank's link ends send to one other rank until the next
     exchange: ``(time, end key, frames that end has sent, item)``. It stands
-    in for the engine of those ends (``clock``, ``deliver``)."""
+    in for the engine of those ends: an :class:`Engine` (a link end's type
+    says so, compiled) of which only ``clock`` and ``deliver`` are used."""
 
-    __slots__ = ("rank", "clock", "frames")
+    __slots__ = ("rank", "frames")
 
     def __init__(self, rank: int, clock: Any) -> None:
+        super().__init__(clock)
         self.rank = rank
-        self.clock = clock
         self.frames: list[tuple[float, int, int, Any]] = []
 
     def deliver(self, when: float, end: Any, item: Any) -> None:

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2] / "emulator"
 
 # Bottom up, as README.md's "Layout" table lists them: a package may import
 # only packages before it.
-LAYERS = ("topology", "p4", "fidelity", "targets", "traffic", "network", "control",
+LAYERS = ("speedups", "topology", "p4", "fidelity", "targets", "traffic", "network", "control",
           "exercise", "sim", "budget", "scenario", "measure", "view", "run", "cli")
 
 

@@ -22,9 +22,6 @@ import fcntl
 import hashlib
 import importlib.util
 import os
-import re
-import shlex
-import subprocess
 import sys
 import sysconfig
 import time
@@ -32,32 +29,19 @@ from pathlib import Path
 from types import ModuleType
 
 from emulator import cache_dir
+from emulator.speedups.toolchain import (CFLAGS, Unavailable, compile_c, cython_version,
+                                         ext_suffix, python_include)
+from emulator.speedups.toolchain import cythonize as _cythonize
 
-BUILD_TIMEOUT_S = 600
 KEEP_DAYS = 30  # a module not loaded for this long is removed at the next build
-# Compiled with these (part of the cache key); -O1 builds in about half
-# the time of -O2 and runs as fast on this code (calls into CPython).
-CFLAGS = ("-O1", "-fPIC", "-shared", "-fno-strict-aliasing", "-w")
 DIRECTIVES = ("language_level=3", "boundscheck=True", "wraparound=True", "cdivision=False",
               "binding=False", "emit_code_comments=False")
 
-_LOCATED = re.compile(r":\d+:\d+: ")
-
-
-class Unavailable(Exception):
-    """The compiled executor cannot be had here (the message says why)."""
+__all__ = ["Unavailable", "cache_root", "cython_version", "load", "module_name"]
 
 
 def cache_root() -> Path:
     return cache_dir() / "p4-cython"
-
-
-def cython_version() -> str:
-    try:
-        import Cython
-    except ImportError as exc:
-        raise Unavailable("Cython is not installed (pip install cython)") from exc
-    return str(Cython.__version__)
 
 
 def module_name(source: str) -> str:
@@ -75,8 +59,7 @@ def load(source: str, label: str = "") -> ModuleType:
     if module is not None:
         return module
     folder = cache_root()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = folder / (name + suffix)
+    target = folder / (name + ext_suffix())
     if not target.exists():
         try:
             _build(source, name, folder, target, label)
@@ -102,9 +85,7 @@ def load(source: str, label: str = "") -> ModuleType:
 
 def _build(source: str, name: str, folder: Path, target: Path, label: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    include = sysconfig.get_paths().get("include", "")
-    if not Path(include, "Python.h").exists():
-        raise Unavailable(f"Python's headers are missing ({include}/Python.h: apt install python3-dev)")
+    python_include()
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it
         if target.exists():
@@ -115,20 +96,16 @@ def _build(source: str, name: str, folder: Path, target: Path, label: str) -> No
             pyx = work / f"{name}.pyx"
             pyx.write_text(source)
             c_file = work / f"{name}.c"
-            cmd = [sys.executable, "-m", "cython", "-3", "--fast-fail", "-o", str(c_file)]
-            for d in DIRECTIVES:
-                cmd += ["-X", d]
-            cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
             so = work / target.name
             try:
-                _run(cmd + [str(pyx)], "Cython", label)
-                _run(cc + list(CFLAGS) + [f"-I{include}", str(c_file), "-o", str(so)],
-                     "the C compiler", label)
-            except Unavailable:
+                _cythonize(pyx, c_file, DIRECTIVES, label)
+                compile_c(c_file, so, label)
+            except Unavailable as exc:
                 for kept in (pyx, c_file):  # for the error to point at
                     if kept.exists():
                         os.replace(kept, folder / kept.name)
-                raise
+                # the source is kept in the cache folder, the build folder goes
+                raise Unavailable(str(exc).replace(f"{work}/", f"{folder}/")) from exc
             os.replace(so, target)
         finally:
             for p in work.iterdir():
@@ -146,20 +123,3 @@ def _prune(folder: Path) -> None:
                 path.unlink()
         except OSError:
             pass
-
-
-def _run(cmd: list[str], what: str, label: str) -> None:
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    except FileNotFoundError as exc:
-        raise Unavailable(f"{what} is not installed ({exc.filename})") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise Unavailable(f"{what} took over {BUILD_TIMEOUT_S} s on {label}") from exc
-    if done.returncode != 0:
-        lines = [ln.strip() for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-        # "FILE:LINE:COL: message" (Cython's and the compiler's), else any
-        errors = [ln for ln in lines if _LOCATED.search(ln)] or lines
-        tail = errors[0] if errors else f"exit status {done.returncode}"
-        # the source is kept in the cache folder, the build folder goes
-        tail = re.sub(r"/aifabric_p4_\w+\.build-\d+/", "/", tail)
-        raise Unavailable(f"{what} failed on {label or 'the program'}: {tail}")

@@ -397,7 +397,7 @@ class DataPlane:
             tm = ps.tm
             pfc = ps.pfc
             ctrl = ps.ctrl
-            release = self.buffer.release
+            buf = self.buffer
             while not ps.busy:
                 if ctrl:
                     qc = ps.ctrl_qc
@@ -409,7 +409,7 @@ class DataPlane:
                 if got is None:
                     return
                 prio, (item, pipe, enq_t, enq_us, acc, enq_depth) = got
-                if release(acc, prio, item.length):
+                if buf.release(acc, prio, item.length):
                     self._pfc_send(acc.port, prio, 0, now)
                 self._start(ps, tm.counters[prio], item, pipe,
                             QueueInfo(enq_depth, len(tm.queues[prio]), enq_us),
@@ -433,7 +433,7 @@ class DataPlane:
         times = [0] * NUM_PRIORITIES
         times[prio] = quanta
         ps.ctrl.append(ps.pfc_src + bit.to_bytes(2, "big")
-                       + b"".join(t.to_bytes(2, "big") for t in times) + _PFC_PAD)
+                       + b"".join([t.to_bytes(2, "big") for t in times]) + _PFC_PAD)
         qc = ps.ctrl_qc
         qc.received += 1
         qc.enqueued += 1

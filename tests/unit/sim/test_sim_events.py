@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import emulator.sim.engine as engine_module
+import emulator.sim.links  # noqa: F401  (its types import the real Engine, before the patch)
 from emulator.sim.engine import Engine
 
 from sim_kit import run, scenario, topology
@@ -54,15 +56,14 @@ def test_link_down_loses_frames_and_the_flow_recovers_after_link_up(tmp_path: Pa
 
 
 def test_ctrl_c_leaves_partial_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_run = Engine.run
-
-    def interrupted(self, until, **kwargs):  # type: ignore[no-untyped-def]
-        # a run with sized work advances in series bins: Ctrl-C at 2 ms of 4
-        if until < 0.002:
-            return real_run(self, until, **kwargs)
-        real_run(self, 0.002, **kwargs)
-        raise KeyboardInterrupt
-    monkeypatch.setattr(Engine, "run", interrupted)
+    class Interrupted(Engine):  # (Engine may be an extension type: no attribute to patch)
+        def run(self, until, **kwargs):  # type: ignore[no-untyped-def]
+            # a run with sized work advances in series bins: Ctrl-C at 2 ms of 4
+            if until < 0.002:
+                return super().run(until, **kwargs)
+            super().run(0.002, **kwargs)
+            raise KeyboardInterrupt
+    monkeypatch.setattr(engine_module, "Engine", Interrupted)
     data = scenario("cc", topology(2, 1, rate="10Gbps", delay="1us"),
                     {"flows": [{"id": "f", "src": "srv0/gpu0", "dst": "srv1/gpu0",
                                 "size": "4MB", "start": "0s"}]}, duration="4ms")

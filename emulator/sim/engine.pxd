@@ -1,0 +1,35 @@
+# C types for engine.py when built by emulator.speedups (see there): the
+# same code, its classes extension types.
+cimport cython
+
+
+cdef class SimClock:
+    cdef public double now
+
+
+cdef class Component:
+    cdef public double wake_at
+    cdef public object name
+    cdef public object order
+    cpdef double next_time(self) except? -1.0
+    cpdef wake(self, double now)
+
+
+cdef class Engine:
+    cdef public SimClock clock
+    cdef public list _heap
+    cdef public long long _seq
+    cdef public long long _calls
+    cdef public long long events
+    cdef public long long deliveries
+    cdef public double wall_s
+    cdef public double cpu_s
+
+    @cython.locals(t=double, now=double)
+    cpdef schedule(self, Component component)
+    cpdef deliver(self, double when, object end, object item)
+    @cython.locals(clock=SimClock, heap=list, t=double, kind=int, events=cython.longlong,
+                   same_time=cython.longlong, last_t=double, countdown=cython.longlong, wall=double,
+                   cpu=double)
+    cpdef double _run(self, double until, bint advance, object on_progress,
+                      long long progress_every) except? -1.0

@@ -1,0 +1,51 @@
+# C types for links.py when built by emulator.speedups (see there).
+cimport cython
+
+from emulator.sim.engine cimport Component, Engine
+from emulator.targets.builtin.dataplane cimport DataPlane, PortState
+
+cdef class Link
+
+
+cdef class SwitchNode(Component):
+    cdef public DataPlane dataplane
+
+
+cdef class AgentNode(Component):
+    cdef public object agent
+    cdef public list nics, nic_times
+    cdef public object touched
+
+
+cdef class _End:
+    cdef public object name
+    cdef public Link link
+    cdef public Engine engine
+    cdef public object peer_receive
+    cdef public Component peer_node
+    cdef public object pcap, key, order
+    cdef public long long sent
+    cdef public double delay_s
+
+    cpdef land(self, object item, double now)
+
+
+cdef class PortEnd(_End):
+    @cython.locals(link=Link, engine=Engine)
+    cpdef bint send(self, object frame) except -1
+
+
+cdef class NicEnd(_End):
+    cdef public double s_per_byte, free_at, queued_s
+    cdef public object overhead_bytes
+
+    @cython.locals(n=cython.Py_ssize_t, now=double, start=double, end=double)
+    cpdef bint send(self, object frame) except -1
+
+
+cdef class Link:
+    cdef public object name
+    cdef public double delay_s
+    cdef public bint up
+    cdef public long long epoch, lost_in_flight
+    cdef public list ends

@@ -1,0 +1,58 @@
+# C types for dataplane.py when built by emulator.speedups (see there).
+cimport cython
+
+from emulator.targets.builtin.mmu cimport PgAccount, SwitchBuffer
+from emulator.targets.builtin.pfc cimport PauseTimers
+from emulator.targets.builtin.ports cimport PortCounters
+from emulator.targets.builtin.tm cimport PortQueues, QueueCounters
+
+
+cdef class PortState:
+    cdef public object number, backend, config
+    cdef public PortCounters counters
+    cdef public PortQueues tm
+    cdef public PauseTimers pfc
+    cdef public bint busy, kicking
+    cdef public double free_at, delay_s, wait_s, given_up_s, rx_free_at
+    cdef public object rate_bps, overhead, frame_us, rx_link, pfc_src
+    cdef public long long pfc_enabled, given_up_events, arriving
+    cdef public object pcap_in, pcap_out, lateness, ctrl
+    cdef public PgAccount pg
+    cdef public QueueCounters ctrl_qc
+
+
+cdef class DataPlane:
+    cdef public int priority_queues
+    cdef public object clock, log, pipeline, _pipe_clock_us, digest_handler
+    cdef public bint pfc_to_pipeline
+    cdef public dict ports
+    cdef public dict drops
+    cdef public long long digests, errors
+    cdef public list _timers
+    cdef public object _seq, _recirc
+    cdef public SwitchBuffer buffer
+    cdef public object series, behind, _idle_queue
+    cdef public double _behind_scale
+    cdef public long long _behind_bin
+    cdef public list _behind_row
+
+    @cython.locals(counters=PortCounters, n=cython.Py_ssize_t, start=double, free_at=double)
+    cpdef rx(self, PortState ps, object frame, double now)
+    cpdef _ingress(self, PortState ps, object port, object frame, object instance_type,
+                   object preserved, double now)
+    @cython.locals(ps=PortState, prio=int, tm=PortQueues, buf=SwitchBuffer, acc=PgAccount,
+                   got=int, qc=QueueCounters)
+    cpdef _enqueue(self, object item, object pipe, double now, PortState src)
+    @cython.locals(tm=PortQueues, pfc=PauseTimers, buf=SwitchBuffer, prio=int, acc=PgAccount)
+    cpdef _kick(self, PortState ps, double t, double now)
+    @cython.locals(acc=PgAccount, qc=QueueCounters)
+    cpdef _pfc_send(self, PortState ps, int prio, object quanta, double now)
+    cpdef _start(self, PortState ps, QueueCounters qc, object item, object pipe, object info,
+                 double t, double now, PortState src)
+    @cython.locals(start=double, lag=double, end=double)
+    cpdef _wire(self, PortState ps, QueueCounters qc, object frame, double t, double now)
+    @cython.locals(now=double, late_s=double, counts=dict, row=list, counters=PortCounters)
+    cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
+    cpdef _push(self, double when, int kind, PortState ps, object a, object b)
+    @cython.locals(timers=list, when=double, kind=int, ps=PortState, acc=PgAccount)
+    cpdef run_due(self, object now=*)
