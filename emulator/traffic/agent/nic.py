@@ -139,10 +139,8 @@ class Nic:
         sent = 0
         counters = self.counters
         send = self.io.send
-        consume = pacer.consume
         storm = self.storm
         ctrl = self._ctrl
-        pick = self._pick
         paused = pause.mask   # pauses change on received frames, not within a pass
         while pacer.free_at <= now:
             eligible = self._ctrl_mask & ~paused
@@ -158,7 +156,7 @@ class Nic:
                 if not queue:
                     self._ctrl_mask &= ~(1 << priority)
             else:
-                qp = pick(now)
+                qp = self._pick(now)
                 if qp is None:
                     # Idle (or waiting on a QP's own pacer): the line banks no
                     # credit for a burst later.
@@ -175,7 +173,7 @@ class Nic:
                 counters.tx_bytes += size
             else:
                 counters.tx_errors += 1
-            consume(size, now)
+            pacer.consume(size, now)
             sent += 1
         if sent:
             self._flush()   # frames a batching back end queued leave with this pass
