@@ -2,6 +2,8 @@
 # same code, its classes extension types.
 cimport cython
 
+from emulator.sim.eventheap cimport EventHeap
+
 
 cdef class SimClock:
     cdef public double now
@@ -17,8 +19,7 @@ cdef class Component:
 
 cdef class Engine:
     cdef public SimClock clock
-    cdef public list _heap
-    cdef public long long _seq
+    cdef public EventHeap _heap
     cdef public long long _calls
     cdef public long long events
     cdef public long long deliveries
@@ -28,7 +29,7 @@ cdef class Engine:
     @cython.locals(t=double, now=double)
     cpdef schedule(self, Component component)
     cpdef deliver(self, double when, object end, object item)
-    @cython.locals(clock=SimClock, heap=list, t=double, kind=int, events=cython.longlong,
+    @cython.locals(clock=SimClock, heap=EventHeap, t=double, kind=int, events=cython.longlong,
                    same_time=cython.longlong, last_t=double, countdown=cython.longlong, wall=double,
                    cpu=double)
     cpdef double _run(self, double until, bint advance, object on_progress,

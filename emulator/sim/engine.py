@@ -33,10 +33,11 @@ the engine moves it, nothing else does.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from typing import Any, Callable
+
+from emulator.sim.eventheap import EventHeap
 
 INF = math.inf
 # Wake-ups at one instant that change nothing before the engine calls it a
@@ -102,10 +103,10 @@ class Engine:
 
     def __init__(self, clock: SimClock | None = None) -> None:
         self.clock = clock or SimClock()
-        # (time, order, seq, kind, target, arg): order as the module docstring
-        # says; seq only breaks ties between objects that share a key.
-        self._heap: list[tuple[float, int, int, int, Any, Any]] = []
-        self._seq = 0
+        # (time, order, kind, target, arg): order as the module docstring
+        # says; the heap breaks ties between objects that share a key in the
+        # order they were pushed.
+        self._heap = EventHeap()
         self._calls = 0          # keys of calls made without one
         self.events = 0          # heap entries run (stale wake-ups not counted)
         self.deliveries = 0      # frames handed over at the far end of a link
@@ -122,22 +123,19 @@ class Engine:
             if t < now:
                 t = now
             component.wake_at = t
-            self._seq += 1
-            heapq.heappush(self._heap, (t, component.order, self._seq, _WAKE, component, None))
+            self._heap.push(t, component.order, _WAKE, component, None)
 
     def deliver(self, when: float, end: Any, item: Any) -> None:
         """At ``when``, call ``end.land(item, when)``, then reschedule
         ``end.peer_node`` (the component that received). ``end.order`` and
         ``end.sent`` (the frames that end has sent, this one included) order
         it among deliveries at the same instant."""
-        self._seq += 1
-        heapq.heappush(self._heap, (when, end.order + end.sent, self._seq, _DELIVER, end, item))
+        self._heap.push(when, end.order + end.sent, _DELIVER, end, item)
 
     def deliver_numbered(self, when: float, end: Any, item: Any, sent: int) -> None:
         """:meth:`deliver` for a frame another engine's copy of ``end`` sent
         as its ``sent``-th (a frame that crossed MPI ranks)."""
-        self._seq += 1
-        heapq.heappush(self._heap, (when, end.order + sent, self._seq, _DELIVER, end, item))
+        self._heap.push(when, end.order + sent, _DELIVER, end, item)
 
     def call_at(self, when: float, fn: Callable[[float], None], *, key: int | None = None,
                 count: int = 0) -> None:
@@ -147,9 +145,8 @@ class Engine:
         now = self.clock.now
         if key is None:
             key = self._new_call_key()
-        self._seq += 1
-        heapq.heappush(self._heap, (when if when > now else now,
-                                    _CALL_BASE + key * _SPAN + count, self._seq, _CALL, fn, None))
+        self._heap.push(when if when > now else now, _CALL_BASE + key * _SPAN + count, _CALL, fn,
+                        None)
 
     def every(self, period_s: float, fn: Callable[[float], bool | None], *,
               start: float | None = None, key: int | None = None) -> None:
@@ -174,7 +171,7 @@ class Engine:
 
     def next_event_time(self) -> float:
         """The time of the earliest event on the heap (INF: none)."""
-        return self._heap[0][0] if self._heap else INF
+        return self._heap.peek_time()
 
     # -- running ---------------------------------------------------------------------
     def run(self, until: float, *, on_progress: Callable[[float], None] | None = None,
@@ -192,7 +189,6 @@ class Engine:
              progress_every: int) -> float:
         clock = self.clock
         heap = self._heap
-        pop = heapq.heappop
         schedule = self.schedule
         wall = time.perf_counter()
         cpu = time.process_time()
@@ -201,8 +197,11 @@ class Engine:
         last_t = -INF
         countdown = progress_every
         try:
-            while heap and heap[0][0] <= until:
-                t, _order, _seq, kind, target, arg = pop(heap)
+            while True:
+                due = heap.pop_due(until)
+                if due is None:
+                    break
+                t, kind, target, arg = due
                 if kind == _WAKE:
                     if target.wake_at != t:
                         continue  # superseded by an earlier wake-up

@@ -5,7 +5,9 @@ Every module of :data:`GROUP` is plain Python and runs as it is. Beside it a
 ``.pxd`` file declares its classes as extension types and their hot
 attributes and locals with C types; Cython compiles the ``.py`` with that
 ``.pxd`` into an extension of the same name that does the same thing, only
-faster (the suite runs scenarios both ways and compares the bytes).
+faster (the suite runs scenarios both ways and compares the bytes). A module
+with a ``.pyx`` beside it (the engine's event heap) is compiled from that: a
+C implementation of the ``.py``'s classes, tested against it.
 
 :mod:`.build` builds the whole group into ``$AIFABRIC_CACHE/speedups/KEY``
 (``python -m emulator.speedups build``, which ``make setup`` runs), KEY a
@@ -35,7 +37,7 @@ GROUP = ("emulator.targets.builtin.ports", "emulator.targets.builtin.pfc",
          "emulator.traffic.agent.frames", "emulator.traffic.agent.pfc",
          "emulator.traffic.agent.dcqcn", "emulator.traffic.agent.qp",
          "emulator.traffic.agent.nic", "emulator.traffic.agent.agent",
-         "emulator.sim.engine", "emulator.sim.links")
+         "emulator.sim.eventheap", "emulator.sim.engine", "emulator.sim.links")
 ENV = "AIFABRIC_SPEEDUPS"
 # Cython's directives for the group (part of the key). Annotations do not
 # type anything: only the .pxd files do, so the .py files keep Python's
@@ -54,10 +56,12 @@ def cache_root() -> Path:
     return cache_dir() / "speedups"
 
 
-def source_files(name: str, root: Path = SOURCE_ROOT) -> tuple[Path, Path]:
-    """The ``.py`` and ``.pxd`` of module ``name``."""
+def source_files(name: str, root: Path = SOURCE_ROOT) -> tuple[Path, Path, Path]:
+    """The ``.py``, ``.pxd`` and ``.pyx`` of module ``name``: a ``.pyx``, where
+    there is one, is what is compiled (a C implementation of what the
+    ``.py`` does, for what Python's syntax cannot say: C arrays)."""
     base = root.joinpath(*name.split("."))
-    return base.with_suffix(".py"), base.with_suffix(".pxd")
+    return base.with_suffix(".py"), base.with_suffix(".pxd"), base.with_suffix(".pyx")
 
 
 def source_key(group: Sequence[str] = GROUP, root: Path = SOURCE_ROOT) -> str:

@@ -59,14 +59,14 @@ def _build(group: Sequence[str], root: Path, cache: Path, folder: Path) -> None:
         out.mkdir(parents=True)
         sources = []
         for name in group:
-            py, pxd = source_files(name, root)
+            py, pxd, pyx = source_files(name, root)
             parts = name.split(".")
             for i in range(1, len(parts)):  # packages, so Cython names the module right
                 (work.joinpath(*parts[:i]) / "__init__.py").parent.mkdir(parents=True,
                                                                           exist_ok=True)
                 (work.joinpath(*parts[:i]) / "__init__.py").touch()
-            copy = work.joinpath(*parts).with_suffix(".py")
-            shutil.copyfile(py, copy)
+            copy = work.joinpath(*parts).with_suffix(".pyx" if pyx.exists() else ".py")
+            shutil.copyfile(pyx if pyx.exists() else py, copy)
             if pxd.exists():
                 shutil.copyfile(pxd, copy.with_suffix(".pxd"))
             sources.append((name, copy))

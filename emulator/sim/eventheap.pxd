@@ -1,0 +1,22 @@
+# The C struct heap of eventheap.pyx (see eventheap.py), for engine.pxd to cimport.
+from cpython.ref cimport PyObject
+
+cdef struct Slot:
+    double t
+    unsigned long long hi
+    unsigned long long lo
+    unsigned long long seq
+    long kind
+    PyObject* target
+    PyObject* arg
+
+
+cdef class EventHeap:
+    cdef Slot* slots
+    cdef Py_ssize_t n
+    cdef Py_ssize_t cap
+    cdef unsigned long long seq
+
+    cpdef push(self, double t, object order, long kind, object target, object arg)
+    cpdef object pop_due(self, double until)
+    cpdef double peek_time(self)

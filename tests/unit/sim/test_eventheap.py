@@ -1,0 +1,96 @@
+"""The engine's event heap: the C one (eventheap.pyx, where emulator.speedups
+built it) pops what the reference (eventheap.py) pops, in the same order, for
+the same pushes: ties on time broken by order, then by push order."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from emulator import speedups
+from emulator.speedups.build import build
+from emulator.speedups.toolchain import Unavailable
+
+SOURCE = Path(__file__).resolve().parents[3] / "emulator/sim/eventheap.py"
+
+
+def _reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("eventheap_reference", SOURCE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compiled() -> ModuleType:
+    try:
+        folder = build()
+    except Unavailable as exc:
+        pytest.skip(f"the compiled modules cannot be built here: {exc}")
+    name = "emulator.sim.eventheap"
+    module = sys.modules.get(name)
+    if module is not None and module.__spec__ is not None and \
+            str(module.__spec__.origin).startswith(str(folder)):
+        return module
+    spec = importlib.util.spec_from_file_location(name, folder / speedups.ext_name(name))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _drive(module: ModuleType, seed: int) -> list[tuple]:  # type: ignore[type-arg]
+    rng = random.Random(seed)
+    heap = module.EventHeap()
+    popped: list[tuple] = []  # type: ignore[type-arg]
+    pushed = 0
+    for _ in range(20_000):
+        if rng.random() < 0.55:
+            t = rng.choice([0.0, 1e-6, 2e-6, rng.random() * 1e-3, float("inf")])
+            order = rng.choice([0, 1, 1 << 80, (2 << 80) + rng.randrange(1 << 50),
+                                rng.randrange(1 << 127), (1 << 128) - 1])
+            pushed += 1
+            heap.push(t, order, rng.randrange(3), ("target", pushed), pushed)
+        else:
+            due = heap.pop_due(rng.choice([0.0, 1e-6, 5e-4, float("inf")]))
+            popped.append(due)
+        assert len(heap) == pushed - sum(1 for p in popped if p is not None)
+    while len(heap):
+        popped.append(heap.pop_due(float("inf")))
+    assert heap.pop_due(float("inf")) is None and heap.peek_time() == float("inf")
+    return popped
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_c_heap_pops_what_the_reference_pops(seed: int) -> None:
+    reference, compiled = _reference(), _compiled()
+    assert compiled.__file__ != reference.__file__
+    assert _drive(compiled, seed) == _drive(reference, seed)
+
+
+def test_an_order_outside_128_bits_is_refused() -> None:
+    heap = _compiled().EventHeap()
+    for order in (-1, 1 << 128):
+        with pytest.raises(ValueError, match="not in 0 .. 2"):
+            heap.push(0.0, order, 0, None, None)
+    assert len(heap) == 0
+
+
+def test_objects_in_the_heap_are_released_with_it() -> None:
+    heap = _compiled().EventHeap()
+    held = object()
+    before = sys.getrefcount(held)
+    for i in range(3000):  # grows past its first array
+        heap.push(float(i), i, 0, held, held)
+    assert sys.getrefcount(held) == before + 6000
+    t, kind, target, arg = heap.pop_due(10.0)
+    assert (t, kind, target is held, arg is held) == (0.0, 0, True, True)
+    del target, arg
+    assert sys.getrefcount(held) == before + 5998
+    del heap
+    assert sys.getrefcount(held) == before
