@@ -7,21 +7,18 @@ processes), ``network`` (Mininet), ``control`` (P4Runtime controller),
 ``cli``. See DESIGN.md for the dependency rules between them.
 
 :func:`cache_dir` is where any of them keeps what it works out once per
-machine (the live calibration, compiled P4 programs).
+machine (the live calibration, compiled P4 programs, the simulator's compiled
+modules); it lives in :mod:`emulator.speedups`, the bottom layer, whose import
+hook is installed here, before any module it may load compiled is imported.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from emulator.speedups import cache_dir
+from emulator.speedups import install as _install_speedups
 
 __version__ = "0.1.0"
+__all__ = ["cache_dir"]
 
-
-def cache_dir() -> Path:
-    """``$AIFABRIC_CACHE``, else ``$XDG_CACHE_HOME/aifabric``, else
-    ``~/.cache/aifabric``."""
-    root = os.environ.get("AIFABRIC_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aifabric")
-    return Path(root)
+_install_speedups()
 

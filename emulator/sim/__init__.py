@@ -11,8 +11,3 @@ The switches, traffic manager, P4 program, controller and NIC agents are
 the live target's own; only the clock and the wire are this package's. The
 scenario runner for it is :mod:`emulator.run.sim`.
 """
-
-from emulator.speedups import install as _install_speedups
-
-# this package's modules in emulator.speedups.GROUP load compiled where built
-_install_speedups()

@@ -13,7 +13,7 @@ C implementation of the ``.py``'s classes, tested against it.
 (``python -m emulator.speedups build``, which ``make setup`` runs), KEY a
 digest of every source of the group, Python's version, the platform and the
 build flags. :func:`install`, called when the ``emulator`` package is
-imported, puts a finder on ``sys.meta_path`` that loads the built
+imported (before any module of the group can be), puts a finder on ``sys.meta_path`` that loads the built
 extensions in place of the ``.py`` files only where KEY matches the sources
 as they are now: an edited module runs as Python until the group is built
 again, never a stale build. ``AIFABRIC_SPEEDUPS=0`` turns them off.
@@ -51,8 +51,16 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
 
 
+def cache_dir() -> Path:
+    """Where the package keeps what it works out once per machine
+    (re-exported as ``emulator.cache_dir``): ``$AIFABRIC_CACHE``, else
+    ``$XDG_CACHE_HOME/aifabric``, else ``~/.cache/aifabric``."""
+    root = os.environ.get("AIFABRIC_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aifabric")
+    return Path(root)
+
+
 def cache_root() -> Path:
-    from emulator import cache_dir
     return cache_dir() / "speedups"
 
 

@@ -13,11 +13,5 @@ options after ``--``) and are programmed over P4Runtime, never by import:
   P4Runtime cannot set: port rate, delay, buffer, PFC enable, queue stats).
 - ``bmv2`` — launches ``simple_switch_grpc`` where it is installed.
 
-This package imports :mod:`emulator.p4` and :mod:`emulator.speedups` and
-nothing else of the project.
+This package imports :mod:`emulator.p4` and nothing else of the project.
 """
-
-from emulator.speedups import install as _install_speedups
-
-# this package's modules in emulator.speedups.GROUP load compiled where built
-_install_speedups()
