@@ -3,6 +3,7 @@ cimport cython
 
 from emulator.sim.engine cimport Component, Engine
 from emulator.targets.builtin.dataplane cimport DataPlane, PortState
+from emulator.traffic.agent.nic cimport Nic
 
 cdef class Link
 
@@ -15,6 +16,11 @@ cdef class AgentNode(Component):
     cdef public object agent
     cdef public list nics, nic_times
     cdef public object touched
+
+    @cython.locals(nic=Nic, times=list, i=Py_ssize_t)
+    cpdef double next_time(self) except? -1.0
+    @cython.locals(nic=Nic, times=list, i=Py_ssize_t)
+    cpdef wake(self, double now)
 
 
 cdef class _End:

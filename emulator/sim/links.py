@@ -94,13 +94,15 @@ class AgentNode(Component):
             return INF
         times = self.nic_times
         touched = self.touched
+        nics = self.nics
         if touched is _ALL:
-            for i, nic in enumerate(self.nics):
+            for i in range(len(nics)):
+                nic = nics[i]
                 times[i] = nic.next_tx_time()
         else:
-            nics = self.nics
             for i in touched:
-                times[i] = nics[i].next_tx_time()
+                nic = nics[i]
+                times[i] = nic.next_tx_time()
         self.touched = _ALL
         t = agent.timers.next_time()
         for n in times:
@@ -116,8 +118,10 @@ class AgentNode(Component):
             return
         times = self.nic_times
         serviced = []
-        for i, nic in enumerate(self.nics):
+        nics = self.nics
+        for i in range(len(nics)):
             if times[i] <= now:
+                nic = nics[i]
                 nic.service(now)
                 serviced.append(i)
         self.touched = serviced

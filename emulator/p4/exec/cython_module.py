@@ -80,9 +80,15 @@ def run_time_names(static: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in static.items() if not isinstance(v, int) and k not in OWN_NAMES}
 
 
+# What the packet roles always hold (the driver sets them): typed, the
+# parser's cursor and the deparser's appends are C calls.
+ROLE_TYPES = {"pkt_in": "Cursor", "pkt_out": "list"}
+
+
 def _cdef_frame(name: str, slot_types: dict[str, object],
                 c_type: Callable[[object], str]) -> str:
-    fields = [("_ctx", "PacketContext")] + [(slot, c_type(t)) for slot, t in slot_types.items()]
+    fields = [("_ctx", "PacketContext")] + [(slot, ROLE_TYPES.get(slot) or c_type(t))
+                                            for slot, t in slot_types.items()]
     return "\n".join([FREELIST, f"cdef class {name}:"] + cdef_lines(fields))
 
 

@@ -51,7 +51,8 @@ cdef class DataPlane:
                  double t, double now, PortState src)
     @cython.locals(start=double, lag=double, end=double)
     cpdef _wire(self, PortState ps, QueueCounters qc, object frame, double t, double now)
-    @cython.locals(now=double, late_s=double, counts=dict, row=list, counters=PortCounters)
+    @cython.locals(now=double, late_s=double, counts=dict, row=list, counters=PortCounters,
+                   n=Py_ssize_t)
     cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
     cpdef _push(self, double when, int kind, PortState ps, object a, object b)
     @cython.locals(timers=list, when=double, kind=int, ps=PortState, acc=PgAccount)

@@ -89,7 +89,6 @@ MAX_LAG_S = 0.02
 TX_DONE, DELIVER, PAUSE_END, ARRIVE, PFC_REFRESH = 0, 1, 2, 3, 4
 _PFC_HEAD = b"\x01\x80\xc2\x00\x00\x01"  # 802.1Qbb destination
 _PFC_PAD = bytes(60 - 14 - 20)  # opcode, vector and eight times are 20 bytes
-_PFC_ETHERTYPE = b"\x88\x08"
 _ERRORS_LOGGED = 10
 
 
@@ -276,7 +275,8 @@ class DataPlane:
             heappush(self._timers, (free_at + ps.delay_s, next(self._seq), ARRIVE, ps, frame,
                                     None))
             return
-        if frame[12:14] == _PFC_ETHERTYPE and self._mac_control(ps, frame, now) \
+        if n > 13 and frame[12] == 0x88 and frame[13] == 0x08 \
+                and self._mac_control(ps, frame, now) \
                 and not self.pfc_to_pipeline:
             return
         self._ingress(ps, ps.number, frame, NORMAL, None, now)
@@ -520,7 +520,7 @@ class DataPlane:
         qc.tx_bytes += n
         if ps.pcap_out is not None:
             ps.pcap_out.write(frame)
-        if frame[12:14] == _PFC_ETHERTYPE:
+        if n > 13 and frame[12] == 0x88 and frame[13] == 0x08:  # (a PFC frame)
             parsed = parse_pfc(frame)
             if parsed is not None:
                 counters.pfc_tx_frames += 1
@@ -581,7 +581,8 @@ class DataPlane:
                     self._kick(ps, when, now)
             elif kind == ARRIVE:
                 ps.arriving -= 1
-                if a[12:14] == _PFC_ETHERTYPE and self._mac_control(ps, a, when) \
+                if len(a) > 13 and a[12] == 0x88 and a[13] == 0x08 \
+                        and self._mac_control(ps, a, when) \
                         and not self.pfc_to_pipeline:
                     continue
                 self._ingress(ps, ps.number, a, NORMAL, None, when)
