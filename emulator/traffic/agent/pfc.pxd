@@ -8,3 +8,4 @@ cdef class PauseState:
 
     cpdef expire(self, double now)
     cpdef _resume(self, int priority, object at)
+    cpdef double total_paused_s_of(self, int priority, double now) except? -1.0

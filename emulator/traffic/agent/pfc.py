@@ -95,6 +95,11 @@ class PauseState:
         return [self.paused_s[p] + (max(0.0, now - self.since[p]) if self.mask >> p & 1 else 0.0)
                 for p in range(NUM_PRIORITIES)]
 
+    def total_paused_s_of(self, priority: int, now: float) -> float:
+        """``total_paused_s(now)[priority]``, without the other seven."""
+        return self.paused_s[priority] + (max(0.0, now - self.since[priority])
+                                          if self.mask >> priority & 1 else 0.0)
+
     def intervals_by_priority(self, now: float) -> list[list[tuple[float, float]]]:
         """``(start, end)`` of every recorded pause, per priority, in time
         order; a pause still on ends at ``now``."""

@@ -31,3 +31,9 @@ cdef class QueuePair:
     cpdef bytes next_frame(self, double now)
     @cython.locals(c=QpCounters)
     cpdef on_ack(self, object psn, object syndrome, double now)
+    @cython.locals(c=QpCounters)
+    cpdef on_request(self, object opcode, object psn, object ack_req, object ecn,
+                     object payload_len, double now)
+    @cython.locals(c=QpCounters, msg=Message)
+    cpdef _acknowledge(self, object new_una, double now)
+    cpdef _arm_rto(self, object at, double now)

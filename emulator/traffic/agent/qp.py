@@ -417,7 +417,7 @@ class QueuePair:
         pause = self.nic.pause
         if pause.mask:
             pause.expire(now)
-        return pause.total_paused_s(now)[self.priority]
+        return pause.total_paused_s_of(self.priority, now)
 
     def _arm_rto(self, at: float | None, now: float) -> None:
         self.rto_at = at
