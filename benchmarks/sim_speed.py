@@ -9,7 +9,8 @@ verdict:
 
 ``--executor`` as ``aifabric run``'s: what runs the switches' P4 code
 (compiled with Cython, the default where it can be built, or Python); the
-figures say which ran.
+figures say which ran, and whether the engine, data plane and agents ran
+compiled (:mod:`emulator.speedups`; ``AIFABRIC_SPEEDUPS=0``: as Python).
 
 Loads: ``ring`` (below) and ``permutation``, htsim's canonical case: a
 k-ary fat-tree (k = 8: 128 hosts), 100 Gb/s and 1 us a hop, MTU 4096, PFC,
@@ -58,6 +59,7 @@ import yaml  # noqa: E402
 from emulator.run.sim import run_sim  # noqa: E402
 from emulator.scenario.loader import load_scenario, scenario_from_dict  # noqa: E402
 from emulator.scenario.units import parse_size_bytes  # noqa: E402
+from emulator.speedups import state as speedups_state  # noqa: E402
 
 # GPUs: (servers, GPUs a server, spines, servers a leaf); 256 and up are
 # topologies/rail-128x8.yaml's shape (16 servers a leaf, 8 rails) cut down.
@@ -258,7 +260,8 @@ def main() -> int:
                      "engine_cpu_s": sim["cpu_s"], "hops_per_cpu_s": sim["hops_per_cpu_s"],
                      "total_wall_s": round(total, 2), "hops_per_wall_s": sim["hops_per_wall_s"],
                      "events_per_wall_s": sim["events_per_wall_s"],
-                     "p4_executor": sim.get("p4_executor", "python")})
+                     "p4_executor": sim.get("p4_executor", "python"),
+                     "speedups": sim.get("speedups", "python")})
     us, executor = executor_us_per_packet(executor=args.executor)
     described = {"ring": f"ring shift, {args.bytes_per_gpu} per GPU",
                  "permutation": f"k={args.k} fat-tree permutation, 2 MB a host"}
@@ -266,12 +269,14 @@ def main() -> int:
            "load": "; ".join(described[x] for x in loads) + "; 100 Gb/s",
            "runs": rows, "executor_us_per_packet_fabric_p4": round(us, 2),
            "p4_executor": executor,
+           "speedups": speedups_state(),
            "executor_ceiling_switch_passes_per_s": round(1e6 / us),
            "load_average": load_average()}
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
-    print(f"virtual-time target, {out['load']}; P4 code on {executor}")
+    print(f"virtual-time target, {out['load']}; P4 code on {executor}; engine, data plane "
+          f"and agents {out['speedups']} (emulator.speedups)")
     print(f"{'load':>11} {'GPUs':>5} {'switches':>8} {'done':>5} {'hops':>8} {'events':>8} "
           f"{'engine s':>9} {'cpu s':>7} {'total s':>8} {'hops/s':>8} {'hops/cpu-s':>10} "
           f"{'cpu per hop vs first':>20}")
