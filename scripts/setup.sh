@@ -42,6 +42,6 @@ fi
 # The simulator's hot modules as C extensions (emulator.speedups): built once
 # for the sources as they are; without them the same code runs as Python.
 if ! "$VENV/bin/python" -m emulator.speedups status 2>/dev/null | grep -q "speedups: compiled"; then
-    echo "setup: building the simulator's compiled modules (Cython, about a minute)"
+    echo "setup: building the simulator's compiled modules (Cython, about half a minute)"
     "$VENV/bin/python" -m emulator.speedups build || echo "setup: the simulator runs as Python" >&2
 fi

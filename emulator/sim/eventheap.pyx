@@ -44,7 +44,8 @@ cdef class EventHeap:
         cdef Slot s
         cdef Slot* grown
         cdef Py_ssize_t i, parent
-        if order < 0 or order >> 128:
+        hi = order >> 64
+        if order < 0 or hi > _MASK:
             raise ValueError(f"event order {order!r} is not in 0 .. 2^128")
         if self.n == self.cap:
             grown = <Slot*>realloc(self.slots, 2 * self.cap * sizeof(Slot))
@@ -53,7 +54,7 @@ cdef class EventHeap:
             self.slots = grown
             self.cap *= 2
         s.t = t
-        s.hi = <unsigned long long>(order >> 64)
+        s.hi = <unsigned long long>hi
         s.lo = <unsigned long long>(order & _MASK)
         self.seq += 1
         s.seq = self.seq

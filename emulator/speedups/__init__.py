@@ -13,8 +13,8 @@ C implementation of the ``.py``'s classes, tested against it.
 (``python -m emulator.speedups build``, which ``make setup`` runs), KEY a
 digest of every source of the group, Python's version, the platform and the
 build flags. :func:`install`, called when the ``emulator`` package is
-imported (before any module of the group can be), puts a finder on ``sys.meta_path`` that loads the built
-extensions in place of the ``.py`` files only where KEY matches the sources
+imported (before any module of the group can be), puts a finder on
+``sys.meta_path`` that loads the built extensions in place of the ``.py`` files only where KEY matches the sources
 as they are now: an edited module runs as Python until the group is built
 again, never a stale build. ``AIFABRIC_SPEEDUPS=0`` turns them off.
 """
@@ -88,7 +88,8 @@ def source_key(group: Sequence[str] = GROUP, root: Path = SOURCE_ROOT) -> str:
 
 
 def ext_name(name: str) -> str:
-    return name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    from emulator.speedups.toolchain import ext_suffix
+    return name + ext_suffix()
 
 
 class Finder:
@@ -120,9 +121,6 @@ class Finder:
             return None
         so = str(folder / ext_name(fullname))
         return ModuleSpec(fullname, ExtensionFileLoader(fullname, so), origin=so)
-
-    def invalidate_caches(self) -> None:
-        pass
 
 
 def install() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
@@ -18,9 +17,7 @@ from typing import Sequence
 from emulator.speedups import (DIRECTIVES, GROUP, SOURCE_ROOT, cache_root, ext_name,
                                source_files, source_key)
 from emulator.speedups.toolchain import (Unavailable, compile_c, cython_version, cythonize,
-                                         python_include)
-
-KEEP_DAYS = 30
+                                         python_include, remove_unused)
 
 
 def build(group: Sequence[str] = GROUP, root: Path = SOURCE_ROOT,
@@ -43,7 +40,7 @@ def build(group: Sequence[str] = GROUP, root: Path = SOURCE_ROOT,
                 _build(group, root, cache, folder)
     except OSError as exc:
         raise Unavailable(f"cannot build in {cache}: {exc.strerror or exc}") from exc
-    _prune(cache, keep=folder)
+    remove_unused(p for p in cache.iterdir() if p.is_dir() and p != folder)
     return folder
 
 
@@ -87,14 +84,3 @@ def _build(group: Sequence[str], root: Path, cache: Path, folder: Path) -> None:
         os.replace(out, folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _prune(cache: Path, keep: Path) -> None:
-    """Remove builds not used for :data:`KEEP_DAYS` (of sources long gone)."""
-    old = time.time() - KEEP_DAYS * 86400
-    for path in cache.iterdir():
-        try:
-            if path.is_dir() and path != keep and path.stat().st_mtime < old:
-                shutil.rmtree(path)
-        except OSError:
-            pass

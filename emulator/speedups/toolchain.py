@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
+from typing import Iterable
 
 BUILD_TIMEOUT_S = 600
+KEEP_DAYS = 30  # a build not loaded for this long is removed at the next build
 # -O1 builds in about half the time of -O2 and runs as fast on this code
 # (calls into CPython); part of every cache key.
 CFLAGS = ("-O1", "-fPIC", "-shared", "-fno-strict-aliasing", "-w")
@@ -35,6 +39,30 @@ def cython_version() -> str:
 
 def ext_suffix() -> str:
     return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+
+
+def missing() -> str | None:
+    """Why extensions cannot be built here (Cython, gcc or Python's headers
+    missing), or None."""
+    try:
+        cython_version()
+        python_include()
+    except Unavailable as exc:
+        return str(exc)
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")[0]
+    return None if shutil.which(cc) else f"the C compiler is not installed ({cc})"
+
+
+def remove_unused(paths: Iterable[Path], keep_days: float = KEEP_DAYS) -> None:
+    """Remove the builds among ``paths`` (files or folders; loading one
+    touches it) not used for ``keep_days``: those of sources long gone."""
+    old = time.time() - keep_days * 86400
+    for path in paths:
+        try:
+            if path.stat().st_mtime < old:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        except OSError:
+            pass
 
 
 def python_include() -> str:

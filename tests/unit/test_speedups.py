@@ -15,7 +15,7 @@ import pytest
 
 from emulator import speedups
 from emulator.speedups.build import build
-from emulator.speedups.toolchain import Unavailable
+from emulator.speedups.toolchain import Unavailable, missing
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,8 +76,8 @@ def test_a_failed_build_says_where_in_one_line(tmp_path: Path) -> None:
 
 
 def test_a_build_is_made_once_and_loads_in_a_fresh_process(tmp_path: Path) -> None:
-    if not _buildable():
-        pytest.skip("needs Cython, gcc and Python's headers (make setup installs them)")
+    if missing() is not None:
+        pytest.skip(f"cannot build extensions here: {missing()} (make setup installs them)")
     group = ("emulator.targets.builtin.pfc",)
     folder = build(group, cache=tmp_path)
     assert (folder / speedups.ext_name(group[0])).exists()
@@ -109,11 +109,17 @@ def test_status_says_whether_this_python_runs_them() -> None:
     assert done.returncode == 2 and "allowed: build, status" in done.stderr
 
 
-def _buildable() -> bool:
-    try:
-        speedups_toolchain_ok = bool(__import__("Cython")) and shutil.which("gcc") is not None
-        from emulator.speedups.toolchain import python_include
-        python_include()
-    except (ImportError, Unavailable):
-        return False
-    return speedups_toolchain_ok
+def test_builds_not_used_for_a_month_are_removed(tmp_path: Path) -> None:
+    from emulator.speedups.toolchain import KEEP_DAYS, remove_unused
+    month_ago = __import__("time").time() - (KEEP_DAYS + 1) * 86400
+    old_file, old_dir = tmp_path / "old.so", tmp_path / "old-build"
+    new_file, new_dir = tmp_path / "new.so", tmp_path / "new-build"
+    old_file.write_bytes(b"")
+    new_file.write_bytes(b"")
+    for d in (old_dir, new_dir):
+        d.mkdir()
+        (d / "m.so").write_bytes(b"")
+    for p in (old_file, old_dir):
+        os.utime(p, (month_ago, month_ago))
+    remove_unused(tmp_path.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new-build", "new.so"]

@@ -10,8 +10,9 @@ checks they give the same bytes).
 A module is built once per source text (and Cython, Python and compiler) and
 kept in ``$AIFABRIC_CACHE/p4-cython`` (default ``~/.cache/aifabric``): the
 first run of a program pays Cython and the C compiler (about ten seconds),
-later runs load it; a build removes what was not loaded for 30 days. Builds of the same text by several processes (MPI ranks)
-wait for one another on a lock. Where Cython, a C compiler or Python's headers
+later runs load it; a build removes what was not loaded for 30 days. Builds
+of the same text by several processes (MPI ranks) wait for one another on a
+lock. Where Cython, a C compiler or Python's headers
 are missing, or a build fails, :func:`load` raises :class:`Unavailable`,
 saying why in one line, and the caller runs the Python executor.
 """
@@ -24,16 +25,14 @@ import importlib.util
 import os
 import sys
 import sysconfig
-import time
 from pathlib import Path
 from types import ModuleType
 
 from emulator import cache_dir
 from emulator.speedups.toolchain import (CFLAGS, Unavailable, compile_c, cython_version,
-                                         ext_suffix, python_include)
+                                         ext_suffix, python_include, remove_unused)
 from emulator.speedups.toolchain import cythonize as _cythonize
 
-KEEP_DAYS = 30  # a module not loaded for this long is removed at the next build
 DIRECTIVES = ("language_level=3", "boundscheck=True", "wraparound=True", "cdivision=False",
               "binding=False", "emit_code_comments=False")
 
@@ -65,10 +64,10 @@ def load(source: str, label: str = "") -> ModuleType:
             _build(source, name, folder, target, label)
         except OSError as exc:  # a cache folder not writable, a full disk
             raise Unavailable(f"cannot build in {folder}: {exc.strerror or exc}") from exc
-        _prune(folder)
+        remove_unused(folder.glob("aifabric_p4_*"))
     else:
         try:
-            os.utime(target)  # in use: kept by _prune
+            os.utime(target)  # in use: kept by remove_unused
         except OSError:
             pass
     spec = importlib.util.spec_from_file_location(name, target)
@@ -111,15 +110,3 @@ def _build(source: str, name: str, folder: Path, target: Path, label: str) -> No
             for p in work.iterdir():
                 p.unlink()
             work.rmdir()
-
-
-def _prune(folder: Path) -> None:
-    """Remove what was built here and not loaded for :data:`KEEP_DAYS` (the
-    modules of programs and versions no longer run)."""
-    old = time.time() - KEEP_DAYS * 86400
-    for path in folder.glob("aifabric_p4_*"):
-        try:
-            if path.stat().st_mtime < old:
-                path.unlink()
-        except OSError:
-            pass

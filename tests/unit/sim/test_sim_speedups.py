@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,20 +16,11 @@ import yaml
 
 from emulator import speedups
 from emulator.speedups.build import build
-from emulator.speedups.toolchain import Unavailable, python_include
+from emulator.speedups.toolchain import missing
 
 from test_sim_ranks import compare_runs, everything_scenario
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _toolchain_missing() -> str | None:
-    try:
-        import Cython  # noqa: F401
-        python_include()
-    except (ImportError, Unavailable) as exc:
-        return f"needs Cython and Python's headers ({exc})"
-    return None if shutil.which("gcc") else "needs gcc (make setup installs it)"
 
 
 def _run(scenario_file: Path, out: Path, on: bool) -> dict:  # type: ignore[type-arg]
@@ -42,7 +32,7 @@ def _run(scenario_file: Path, out: Path, on: bool) -> dict:  # type: ignore[type
     return json.loads((out / "results.json").read_text())
 
 
-@pytest.mark.skipif(_toolchain_missing() is not None, reason=_toolchain_missing() or "")
+@pytest.mark.skipif(missing() is not None, reason=f"cannot build extensions: {missing()}")
 def test_compiled_and_python_modules_give_the_same_bytes(tmp_path: Path) -> None:
     build()  # what make setup did (at once where it did)
     scenario_file = tmp_path / "everything.yaml"
