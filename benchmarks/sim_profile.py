@@ -16,6 +16,13 @@ run. Bytecodes are not all equal (a C call such as ``struct.pack`` is one),
 so confirm a change that moves them with a timed figure
 (``benchmarks/dataplane_path.py`` takes the least of several runs).
 
+``--callgrind`` runs the same load under valgrind's callgrind, counting
+the machine instructions of the engine's runs only (needs valgrind and the
+compiled engine, ``python -m emulator.speedups build``; about 50x slower):
+instructions per hop, the same on every run of the same code, for the
+compiled code that ``--bytecodes`` cannot see. The counts are kept beside
+the output folder (``OUT.callgrind``) for ``callgrind_annotate``.
+
 ``--compare`` checks that two output folders hold the same bytes, machine
 figures aside (results.json's wall/CPU times and per-second rates), so a
 speed change can be shown to change no result.
@@ -27,6 +34,8 @@ import argparse
 import cProfile
 import json
 import pstats
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,6 +120,39 @@ class BytecodeCounter:
         return "\n".join(lines)
 
 
+# The compiled engine's event loop (Engine._run as Cython names its C function):
+# callgrind counts from its entry to its return.
+ENGINE_RUN_SYMBOL = "__pyx_f_8emulator_3sim_6engine_6Engine__run"
+
+
+def callgrind(argv: list[str], out: Path) -> str:
+    """Run this script with ``argv`` (without ``--callgrind``) under
+    callgrind, counting the engine's runs only; the report line, or why
+    it cannot be had."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return "--callgrind needs valgrind (apt install valgrind)"
+    from emulator import speedups
+    import emulator.sim.engine  # noqa: F401  (imported: loaded() looks at sys.modules)
+    if "emulator.sim.engine" not in speedups.loaded():
+        return ("--callgrind needs the compiled engine, which runs as Python here: "
+                f"python -m emulator.speedups build (and {speedups.ENV} not 0)")
+    counts = Path(f"{out}.callgrind")
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", f"--callgrind-out-file={counts}", "--collect-atstart=no",
+         f"--toggle-collect={ENGINE_RUN_SYMBOL}", sys.executable, __file__, *argv],
+        capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return f"valgrind failed (rc {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
+    total = next((int(line.split()[1]) for line in counts.read_text().splitlines()
+                  if line.startswith(("summary:", "totals:"))), None)
+    if not total:
+        return f"no instructions counted in {ENGINE_RUN_SYMBOL} ({counts})"
+    hops = json.loads((out / "results.json").read_text())["sim"]["hops"]
+    return (f"{hops} hops, {total:,} instructions in the engine's runs, {total / hops:,.0f} "
+            f"per hop [count: callgrind, deterministic]; details: callgrind_annotate {counts}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load", default="permutation", help="permutation or ring")
@@ -123,8 +165,14 @@ def main() -> int:
                         help="count the bytecodes the engine runs (deterministic)")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--sort", default="tottime", help="pstats order: tottime, cumtime, ...")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="count the engine's machine instructions under valgrind (deterministic)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = parser.parse_args()
+    if args.callgrind:
+        line = callgrind([a for a in sys.argv[1:] if a != "--callgrind"], args.out)
+        print(f"{args.load}: {line}")
+        return 0 if "[count: callgrind" in line else 1
     if args.compare:
         diffs = compare(*args.compare)
         print("\n".join(diffs) if diffs else "same outputs (machine figures aside)")

@@ -17,6 +17,13 @@ cdef class Component:
     cpdef wake(self, double now)
 
 
+cdef class Landing:
+    cdef public Component peer_node
+    cdef public object order
+    cdef public long long sent
+    cpdef land(self, object item, double now)
+
+
 cdef class Engine:
     cdef public SimClock clock
     cdef public EventHeap _heap
@@ -28,9 +35,9 @@ cdef class Engine:
 
     @cython.locals(t=double, now=double)
     cpdef schedule(self, Component component)
-    cpdef deliver(self, double when, object end, object item)
+    cpdef deliver(self, double when, Landing end, object item)
     @cython.locals(clock=SimClock, heap=EventHeap, t=double, kind=int, events=cython.longlong,
                    same_time=cython.longlong, last_t=double, countdown=cython.longlong, wall=double,
-                   cpu=double)
+                   cpu=double, component=Component, end=Landing)
     cpdef double _run(self, double until, bint advance, object on_progress,
                       long long progress_every) except? -1.0

@@ -94,6 +94,23 @@ class Component:
         raise NotImplementedError
 
 
+class Landing:
+    """What the engine delivers to (a link's end, :mod:`.links`):
+    ``land(item, now)``; then ``peer_node``, the component that received,
+    is rescheduled. ``order`` and ``sent`` order deliveries at one instant
+    (:meth:`Engine.deliver`)."""
+
+    __slots__ = ("peer_node", "order", "sent")
+
+    def __init__(self, order: int = _DELIVER_BASE) -> None:
+        self.peer_node: Component | None = None
+        self.order = order
+        self.sent = 0
+
+    def land(self, item: Any, now: float) -> None:
+        raise NotImplementedError
+
+
 class SimError(RuntimeError):
     """The simulation cannot go on (a livelock, a component that failed)."""
 
@@ -189,7 +206,6 @@ class Engine:
              progress_every: int) -> float:
         clock = self.clock
         heap = self._heap
-        schedule = self.schedule
         wall = time.perf_counter()
         cpu = time.process_time()
         events = self.events
@@ -203,17 +219,19 @@ class Engine:
                     break
                 t, kind, target, arg = due
                 if kind == _WAKE:
-                    if target.wake_at != t:
+                    component = target
+                    if component.wake_at != t:
                         continue  # superseded by an earlier wake-up
-                    target.wake_at = INF
+                    component.wake_at = INF
                     clock.now = t
-                    target.wake(t)
-                    schedule(target)
+                    component.wake(t)
+                    self.schedule(component)
                 elif kind == _DELIVER:
                     clock.now = t
-                    target.land(arg, t)
+                    end = target
+                    end.land(arg, t)
                     self.deliveries += 1
-                    schedule(target.peer_node)
+                    self.schedule(end.peer_node)
                 else:
                     clock.now = t
                     target(t)

@@ -2,11 +2,24 @@
 same as) on an array of C structs: entries compare by a double and three
 64-bit words, with no Python object touched until one is popped."""
 
+from cpython.exc cimport PyErr_Clear
+from cpython.long cimport PyLong_Check
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdlib cimport free, malloc, realloc
 
+cdef extern from *:
+    """
+    /* An int's 16 little-endian bytes, unsigned: -1 (an error set) where it
+       is negative or does not fit. */
+    #if PY_VERSION_HEX >= 0x030D0000
+    #define aif_order_bytes(v, b) _PyLong_AsByteArray((PyLongObject*)(v), (b), 16, 1, 0, 1)
+    #else
+    #define aif_order_bytes(v, b) _PyLong_AsByteArray((PyLongObject*)(v), (b), 16, 1, 0)
+    #endif
+    """
+    int aif_order_bytes(object v, unsigned char* b)
+
 cdef double INF = float("inf")
-cdef object _MASK = (1 << 64) - 1
 
 
 cdef inline bint _less(Slot* a, Slot* b) noexcept nogil:
@@ -44,8 +57,12 @@ cdef class EventHeap:
         cdef Slot s
         cdef Slot* grown
         cdef Py_ssize_t i, parent
-        hi = order >> 64
-        if order < 0 or hi > _MASK:
+        cdef unsigned char b[16]
+        cdef int k
+        if not PyLong_Check(order):
+            raise TypeError(f"event order {order!r} is not an int")
+        if aif_order_bytes(order, b) < 0:
+            PyErr_Clear()
             raise ValueError(f"event order {order!r} is not in 0 .. 2^128")
         if self.n == self.cap:
             grown = <Slot*>realloc(self.slots, 2 * self.cap * sizeof(Slot))
@@ -54,8 +71,10 @@ cdef class EventHeap:
             self.slots = grown
             self.cap *= 2
         s.t = t
-        s.hi = <unsigned long long>hi
-        s.lo = <unsigned long long>(order & _MASK)
+        s.hi = s.lo = 0
+        for k in range(7, -1, -1):
+            s.hi = (s.hi << 8) | b[8 + k]
+            s.lo = (s.lo << 8) | b[k]
         self.seq += 1
         s.seq = self.seq
         s.kind = kind

@@ -1,7 +1,7 @@
 # C types for links.py when built by emulator.speedups (see there).
 cimport cython
 
-from emulator.sim.engine cimport Component, Engine
+from emulator.sim.engine cimport Component, Engine, Landing
 from emulator.targets.builtin.dataplane cimport DataPlane, PortState
 from emulator.traffic.agent.nic cimport Nic
 
@@ -23,16 +23,20 @@ cdef class AgentNode(Component):
     cpdef wake(self, double now)
 
 
-cdef class _End:
+cdef class SwitchReceive:
+    cdef public DataPlane dataplane
+    cdef public PortState port
+
+
+cdef class _End(Landing):
     cdef public object name
     cdef public Link link
     cdef public Engine engine
     cdef public object peer_receive
-    cdef public Component peer_node
-    cdef public object pcap, key, order
-    cdef public long long sent
+    cdef public object pcap, key
     cdef public double delay_s
 
+    @cython.locals(switch=SwitchReceive)
     cpdef land(self, object item, double now)
 
 

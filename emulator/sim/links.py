@@ -30,11 +30,10 @@ a switch's data plane and a server's NIC agent.
 from __future__ import annotations
 
 import math
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.sim.engine import _DELIVER_BASE, _SPAN, INF, Component, Engine, SimClock
+from emulator.sim.engine import _DELIVER_BASE, _SPAN, INF, Component, Engine, Landing, SimClock
 from emulator.targets.builtin.pcap import PcapWriter
 
 Receive = Callable[[bytes, float], None]
@@ -58,8 +57,21 @@ class SwitchNode(Component):
 
     def receiver(self, port: int) -> Receive:
         dp = self.dataplane
-        # ``rx(ps, frame, now)``: a partial calls it without a Python frame of its own
-        return partial(dp.rx, dp.port(port))
+        return SwitchReceive(dp, dp.port(port))
+
+
+class SwitchReceive:
+    """A switch port's receive: ``dataplane.rx(port, frame, now)``. A link's
+    end that lands on one calls the data plane directly (:meth:`_End.land`)."""
+
+    __slots__ = ("dataplane", "port")
+
+    def __init__(self, dataplane: Any, port: Any) -> None:
+        self.dataplane = dataplane
+        self.port = port
+
+    def __call__(self, frame: bytes, now: float) -> None:
+        self.dataplane.rx(self.port, frame, now)
 
 
 _ALL = None
@@ -136,25 +148,22 @@ class AgentNode(Component):
         return receive
 
 
-class _End:
+class _End(Landing):
     """One end of a link: the back end its node sends through. ``key``
     (unique in the fabric) and ``sent`` order its frames' deliveries among
     others at the same instant (:mod:`.engine`); ``delay_s`` is what its
     frames take to cross the link."""
 
-    __slots__ = ("name", "link", "engine", "peer_receive", "peer_node", "pcap", "key", "order",
-                 "sent", "delay_s")
+    __slots__ = ("name", "link", "engine", "peer_receive", "pcap", "key", "delay_s")
 
     def __init__(self, name: str, link: "Link", engine: Engine, key: int = 0) -> None:
+        super().__init__(_DELIVER_BASE + key * _SPAN)
         self.name = name
         self.link = link
         self.engine = engine
         self.peer_receive: Receive | None = None
-        self.peer_node: Component | None = None
         self.pcap: PcapWriter | None = None
         self.key = key
-        self.order = _DELIVER_BASE + key * _SPAN
-        self.sent = 0
         self.delay_s = link.delay_s
 
     def fileno(self) -> None:
@@ -173,7 +182,12 @@ class _End:
         if epoch != self.link.epoch:  # the link went down while the frame was on it
             self.link.lost_in_flight += 1
             return
-        self.peer_receive(frame, now)  # type: ignore[misc]
+        receive = self.peer_receive
+        if type(receive) is SwitchReceive:
+            switch = receive  # (typed where compiled: a C call of rx)
+            switch.dataplane.rx(switch.port, frame, now)
+        else:
+            receive(frame, now)  # type: ignore[misc]
 
 
 class PortEnd(_End):

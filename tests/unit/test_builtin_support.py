@@ -134,7 +134,8 @@ class ScriptedPipeline:
         return res
 
     def egress(self, item: EgressItem, info: QueueInfo) -> ProcessResult:
-        self.infos.append(info)
+        # a copy: the data plane sets one QueueInfo per port anew for each packet
+        self.infos.append(QueueInfo(info.enq_qdepth, info.deq_qdepth, info.enq_timestamp_us))
         res = ProcessResult()
         action = self.act(item, info)
         if action == "raise":

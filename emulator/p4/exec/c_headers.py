@@ -78,7 +78,7 @@ cdef inline void _st(unsigned char* p, int n, unsigned long long v) noexcept nog
         p[i] |= <unsigned char>(v & 0xFF)
         v >>= 8
 
-def _c_csum16(bytes data):
+cpdef object _c_csum16(bytes data):
     # externs.csum16 in C: the folded one's-complement sum of the 16-bit
     # words (a non-zero sum never folds to 0), complemented.
     cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
@@ -93,5 +93,6 @@ def _c_csum16(bytes data):
         s = (s & 0xFFFF) + (s >> 16)
     return (~s) & 0xFFFF
 """
-# Python functions the compiled module has a C twin of (by qualified name).
-C_TWINS = {"emulator.p4.exec.externs.csum16": "_c_csum16"}
+# Python functions the compiled module has a C twin of (by qualified name):
+# the twin and its parameters (see .cython_module.c_twin_wrapper).
+C_TWINS = {"emulator.p4.exec.externs.csum16": ("_c_csum16", "bytes data")}

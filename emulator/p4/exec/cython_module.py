@@ -10,18 +10,22 @@
 - ``bind(ns)``: the blocks', actions' and tables' functions and the driver,
   the same text as the Python executor's but each function that takes a
   frame typed on its class, made as closures over one switch's tables,
-  counters and registers (taken from ``ns``; a function with a C twin, such as
-  the Internet checksum, bound to it). One module serves every switch of a
-  program; each switch calls ``bind`` once.
+  counters and registers (taken from ``ns``). A function with a C twin (the
+  Internet checksum, counter replay) and a field list's packing are C
+  functions of the module instead, so the generated code calls them in C.
+  One module serves every switch of a program; each switch calls ``bind``
+  once.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from emulator.p4.exec.c_headers import C_PRELUDE, C_TWINS
 from emulator.p4.exec.driver import CYTHON_TWINS, DRIVER_C_TWINS, TWIN_NAMES
-from emulator.p4.exec.layout import FREELIST, Layouts, cdef_lines
+from emulator.p4.exec.layout import C_UINT, FREELIST, Layouts, cdef_lines, py_ident
+from emulator.p4.types import HeaderType, StructType
 
 # Run-time names the module defines itself (not set by _init).
 OWN_NAMES = ("Struct", "_o")
@@ -51,17 +55,24 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
     out.extend(_cdef_frame(name, slots, layouts.c_type) for name, slots in frames)
     if packet_frame is not None:
         out.append(_cdef_frame("PacketFrame", packet_frame, layouts.c_type))
-        out.append(packet_maker)
+        # a C call from the driver, still callable from Python (the pipeline)
+        out.append(_c_packet_maker(packet_maker, layouts))
         if decision_paths is not None:
-            out.append(_decision_accessors(*decision_paths))
-    out += ["", "def bind(ns):"]
+            out.append(_decision_accessors(*decision_paths, _path_c_type(packet_frame, layouts)))
+    binds = ["", "def bind(ns):"]
     for name in sorted(env):
         if name in TWIN_NAMES:
             continue  # the module's own class
         value = env[name]
         qualified = f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
         twin = C_TWINS.get(qualified) or DRIVER_C_TWINS.get(qualified)
-        out.append(f"    {name} = {twin}" if twin else f"    {name} = ns[{name!r}]")
+        c_function = (c_twin_wrapper(name, *twin) if twin is not None
+                      else c_pack(name, value))
+        if c_function is not None:
+            out += ["", c_function]  # a module-level C function: called in C
+        else:
+            binds.append(f"    {name} = ns[{name!r}]")
+    out += binds
     fns: list[str] = []
     for line in body.splitlines():
         if line.startswith("def "):
@@ -73,6 +84,62 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
         out.append("    " + line if line else line)
     out.append("    return {" + ", ".join(f"{n!r}: {n}" for n in fns) + "}")
     return "\n".join(out) + "\n"
+
+
+_MADE = re.compile(r"^    (\w+) = (\w+)\(\)$", re.M)
+_MADE_FIELD = re.compile(r"^(    \w+\.\w+) = (\w+)\(\)$", re.M)
+
+
+def _c_packet_maker(text: str, layouts: Layouts) -> str:
+    """``mk_packet`` compiled: a C function (still callable from Python),
+    its locals typed, its headers and structs made by their types' ``__new__``
+    (they have no ``__init__``: C fields start at zero, ``__cinit__`` sets
+    the others), not by a call through the type."""
+    plain = {"PacketFrame"} | {name for t, name in layouts.names().items()
+                               if isinstance(t, (HeaderType, StructType))}
+    declared = [f"    cdef {cls} {var}" for var, cls in _MADE.findall(text) if cls in plain]
+    text = _MADE.sub(lambda m: (f"    {m[1]} = {m[2]}.__new__({m[2]})" if m[2] in plain
+                                else m[0]), text)
+    text = _MADE_FIELD.sub(lambda m: (f"{m[1]} = {m[2]}.__new__({m[2]})" if m[2] in plain
+                                      else m[0]), text)
+    head, body = text.split("\n", 1)
+    assert head == "def mk_packet(ctx):", head
+    return "\n".join(["cpdef PacketFrame mk_packet(ctx):", *declared, body])
+
+
+def c_twin_wrapper(name: str, twin: str, params: str) -> str:
+    """A C function ``name`` calling ``twin`` (a ``cpdef`` function of the
+    module): the generated text's calls of ``name`` are C calls."""
+    args = ", ".join(p.split()[-1] for p in params.split(","))
+    return f"cdef inline object {name}({params}):\n    return {twin}({args})"
+
+
+def c_pack(name: str, value: object) -> str | None:
+    """For a bound ``Struct(fmt).pack`` of big-endian integer items (what
+    :func:`.bytepack.struct_format` makes for field lists), the same packing
+    as a C function ``name`` of C integers; None for anything else. Each
+    value is masked to its item's width (the generated code passes values
+    that fit: fields of their widths, shifted into their group)."""
+    fmt = getattr(getattr(value, "__self__", None), "format", None)
+    if not isinstance(fmt, str) or getattr(value, "__name__", "") != "pack" \
+            or fmt[:1] != ">" or not fmt[1:] or any(c not in _C_ITEMS for c in fmt[1:]):
+        return None
+    sizes = [_C_ITEMS[c] for c in fmt[1:]]
+    params = ", ".join(f"unsigned long long v{i}" for i in range(len(sizes)))
+    lines = [f"cdef inline bytes {name}({params}):",
+             f"    cdef unsigned char b[{sum(sizes)}]"]
+    at = 0
+    for i, size in enumerate(sizes):
+        for k in range(size):
+            shift = 8 * (size - 1 - k)
+            lines.append(f"    b[{at + k}] = <unsigned char>((v{i} >> {shift}) & 0xFF)"
+                         if shift else f"    b[{at + k}] = <unsigned char>(v{i} & 0xFF)")
+        at += size
+    lines.append(f"    return PyBytes_FromStringAndSize(<char*>b, {at})")
+    return "\n".join(lines)
+
+
+_C_ITEMS = {"B": 1, "H": 2, "I": 4, "Q": 8}  # struct's big-endian integer items, in bytes
 
 
 def run_time_names(static: dict[str, object]) -> dict[str, object]:
@@ -92,17 +159,39 @@ def _cdef_frame(name: str, slot_types: dict[str, object],
     return "\n".join([FREELIST, f"cdef class {name}:"] + cdef_lines(fields))
 
 
-def _decision_accessors(paths: list[str], key_paths: list[str] | None) -> str:
+def _path_c_type(slots: dict[str, object], layouts: Layouts) -> Callable[[str], str]:
+    """The Cython type of a frame path (``hdr.ipv4.ttl``, ``hdr.ipv4._v``),
+    given the frame's slots and their P4 types."""
+    def c_type(path: str) -> str:
+        slot, *names = path.split(".")
+        t = slots[slot]
+        for name in names:
+            if name == "_v":
+                return "bint"
+            t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
+        return layouts.c_type(t)
+    return c_type
+
+
+def _decision_accessors(paths: list[str], key_paths: list[str] | None,
+                        c_type: Callable[[str], str]) -> str:
     """The compiled module's readers of the decision cache's fields (all of
     them, those in the key) and its writer class, as
     ``_dc_accessors = (read, read_key, Writer)`` (see
-    :class:`.decisions.DecisionCache`)."""
+    :class:`.decisions.DecisionCache`). Where every key field is a C
+    integer (``c_type`` of its path), the key is their values as the bytes
+    of a C array: no int object per field, one hash of bytes."""
     keys = paths if key_paths is None else key_paths
     lines = ["def _dc_read(PacketFrame F):",
              f"    return ({''.join(f'F.{p}, ' for p in paths)})",
-             "def _dc_read_key(PacketFrame F):",
-             f"    return ({''.join(f'F.{p}, ' for p in keys)})",
-             "cdef int _dc_set(PacketFrame F, Py_ssize_t i, object v) except -1:"]
+             "def _dc_read_key(PacketFrame F):"]
+    if keys and all(c_type(p) in (C_UINT, "bint") for p in keys):
+        lines.append(f"    cdef {C_UINT} k[{len(keys)}]")
+        lines.extend(f"    k[{i}] = F.{p}" for i, p in enumerate(keys))
+        lines.append(f"    return PyBytes_FromStringAndSize(<char*>k, {len(keys)} * sizeof({C_UINT}))")
+    else:
+        lines.append(f"    return ({''.join(f'F.{p}, ' for p in keys)})")
+    lines.append("cdef int _dc_set(PacketFrame F, Py_ssize_t i, object v) except -1:")
     for i, p in enumerate(paths):
         lines.append(f"    {'if' if i == 0 else 'elif'} i == {i}:")
         lines.append(f"        F.{p} = v")

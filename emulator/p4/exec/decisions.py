@@ -318,12 +318,12 @@ class DecisionCache:
         self.key_paths = paths if key_paths is None else key_paths
         self._make_writer: Callable[[tuple[int, ...]], Callable[[object, tuple], None]] | None = None
         if compiled is not None:
-            self.read, read_key, self._make_writer = compiled
-            self.read_key = self.read if self.key_paths == paths else read_key
+            # (its key reader may give bytes, not a tuple: see .cython_module)
+            self.read, self.read_key, self._make_writer = compiled
         else:
             self.read = reader(paths)
             self.read_key = self.read if self.key_paths == paths else reader(self.key_paths)
-        self.entries: dict[tuple, tuple[Callable[[object, tuple], None], tuple, tuple, int]] = {}
+        self.entries: dict[tuple | bytes, tuple[Callable[[object, tuple], None], tuple, tuple, int]] = {}
         self.hits = 0
         self.misses = 0
         # writers by the indices of the fields they write (a few patterns:
@@ -334,7 +334,7 @@ class DecisionCache:
         """Empty the cache (the control plane changed something)."""
         self.entries.clear()
 
-    def store(self, key: tuple, before: tuple, after: tuple, bumps: tuple,
+    def store(self, key: tuple | bytes, before: tuple, after: tuple, bumps: tuple,
               length_delta: int) -> None:
         """Keep what ingress did to a packet of ``key`` (:attr:`read_key`'s),
         given every field before and after it (:attr:`read`'s)."""

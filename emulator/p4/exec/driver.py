@@ -14,6 +14,8 @@ recirculate) are its methods.
 
 from __future__ import annotations
 
+import re
+
 # Names the text uses besides the module's own (bound by ``bind``, but for
 # the compiled twins below, which are the module's):
 # PIPE, the blocks' functions (__PARSER__ ... __DEPARSER__, replaced by
@@ -214,8 +216,8 @@ def egress(item, queue=None):
 
 # The compiled driver's own classes for the per-packet objects, as extension
 # types: the same attributes, methods and defaults as the Python classes
-# they stand for (.externs.PacketContext and Cursor, .pipeline.ProcessResult
-# and EgressItem), which the pipeline uses in their place (its namespace).
+# they stand for (.externs.PacketContext and Cursor, .pipeline.ProcessResult,
+# EgressItem and Output), which the pipeline uses in their place (its namespace).
 CYTHON_TWINS = """
 from emulator.p4.exec.externs import COLOR_GREEN
 
@@ -297,7 +299,70 @@ cdef class EgressItem:
         self.pkt = pkt
 
 
-def _c_replay_bumps(tuple bumps, nbytes):
+@cython.freelist(32)
+cdef class Output:
+    cdef public object port, data, instance_type, priority
+
+    def __init__(self, port, data, instance_type=0, priority=0):
+        self.port = port
+        self.data = data
+        self.instance_type = instance_type
+        self.priority = priority
+
+    def __repr__(self):
+        return (f"Output(port={self.port}, data={self.data!r}, instance_type={self.instance_type}, "
+                f"priority={self.priority})")
+
+    def __eq__(self, other):
+        return isinstance(other, Output) and (self.port, self.data, self.instance_type, self.priority) \\
+            == (other.port, other.data, other.instance_type, other.priority)
+
+
+# Makers of the classes above for the compiled driver: no call through the
+# type (argument parsing), the same fields as their __init__ sets.
+cdef inline PacketContext _new_context(length, now_us, rng):
+    cdef PacketContext c = PacketContext.__new__(PacketContext)
+    c.length = c.length_reg = length
+    c.now_us = now_us
+    c.rng = rng
+    c.digests = c.logs = ()
+    c.checksum_error = 0
+    c.payload = b""
+    c.bumps = []
+    return c  # (the other fields: None, nocache False, as __new__ leaves them)
+
+
+cdef inline Cursor _new_cursor(buf):
+    cdef Cursor c = Cursor.__new__(Cursor)
+    c.buf = buf
+    c.end = len(buf)
+    return c
+
+
+cdef inline EgressItem _new_egress_item(port, priority, length, pkt):
+    cdef EgressItem e = EgressItem.__new__(EgressItem)
+    e.port = port
+    e.priority = priority
+    e.length = length
+    e.pkt = pkt
+    return e
+
+
+cdef inline Output _new_output(port, data, instance_type, priority):
+    cdef Output o = Output.__new__(Output)
+    o.port = port
+    o.data = data
+    o.instance_type = instance_type
+    o.priority = priority
+    return o
+
+
+cdef inline unsigned long long _masked_int(double x, unsigned long long mask):
+    # ``int(x) & mask`` of a time in microseconds (|x| < 2**63): in C
+    return (<unsigned long long>(<long long>x)) & mask
+
+
+cpdef object _c_replay_bumps(tuple bumps, object nbytes):
     # .decisions.replay_bumps
     for b in bumps:
         if type(b) is tuple:
@@ -308,20 +373,32 @@ def _c_replay_bumps(tuple bumps, nbytes):
             b.packets += 1
             b.bytes += nbytes
 """
-TWIN_NAMES = ("PacketContext", "Cursor", "ProcessResult", "EgressItem")
-# Python functions the compiled driver has a C twin of (by qualified name).
-DRIVER_C_TWINS = {"emulator.p4.exec.decisions.replay_bumps": "_c_replay_bumps"}
+TWIN_NAMES = ("PacketContext", "Cursor", "ProcessResult", "EgressItem", "Output")
+# Python functions the compiled driver has a C twin of (by qualified name),
+# as .c_headers.C_TWINS.
+DRIVER_C_TWINS = {"emulator.p4.exec.decisions.replay_bumps": ("_c_replay_bumps",
+                                                              "tuple bumps, object nbytes")}
 
 BLOCKS = ("__PARSER__", "__VERIFY__", "__INGRESS__", "__EGRESS__", "__COMPUTE__", "__DEPARSER__")
+
+
+# The compiled driver makes its objects with the makers above, and masks
+# its timestamps in C.
+CYTHON_MAKERS = {"PacketContext(": "_new_context(", "Cursor(": "_new_cursor(",
+                 "EgressItem(": "_new_egress_item(", "Output(": "_new_output("}
+_MASKED_INT = re.compile(r"int\(([^()]*)\) & (0x[0-9A-F]+)")
 
 
 def driver_source(block_fns: list[str], sm_class: str, cython: bool) -> str:
     """The driver for a program whose six V1Switch blocks are the functions
     ``block_fns`` (in package order) and whose standard metadata is the
-    class ``sm_class``; ``cython``: with the declarations."""
+    class ``sm_class``; ``cython``: with the declarations and the makers."""
     text = DRIVER.replace("__SM__", sm_class)
     for placeholder, fn in zip(BLOCKS, block_fns):
         text = text.replace(placeholder, fn)
     if cython:
+        for call, maker in CYTHON_MAKERS.items():
+            text = text.replace(call, maker)
+        text = _MASKED_INT.sub(r"_masked_int(\1, \2)", text)
         return text.replace("#cy: ", "")
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#cy: "))

@@ -75,7 +75,8 @@ class Output:
 class QueueInfo:
     """What the traffic manager tells egress about the packet's queue
     (BMv2's queueing metadata): depths in packets of the packet's own
-    priority queue, times in microseconds."""
+    priority queue, times in microseconds. Good for the egress call it is
+    given to: the switch target sets one per port anew for each packet."""
 
     __slots__ = ("enq_qdepth", "deq_qdepth", "enq_timestamp_us")
 

@@ -19,6 +19,7 @@ cdef class PortState:
     cdef public object pcap_in, pcap_out, lateness, ctrl
     cdef public PgAccount pg
     cdef public QueueCounters ctrl_qc
+    cdef public object queue_info
 
 
 cdef class DataPlane:

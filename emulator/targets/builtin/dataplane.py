@@ -99,7 +99,8 @@ class PortState:
                  "rate_bps", "delay_s", "wait_s", "overhead", "pfc_enabled", "pcap_in",
                  "pcap_out",
                  "kicking", "lateness", "frame_us", "given_up_s", "given_up_events",
-                 "rx_link", "arriving", "rx_free_at", "pg", "ctrl", "ctrl_qc", "pfc_src")
+                 "rx_link", "arriving", "rx_free_at", "pg", "ctrl", "ctrl_qc", "pfc_src",
+                 "queue_info")
 
     def __init__(self, number: int, backend: Any, config: PortConfig, priority_queues: int) -> None:
         self.number = number
@@ -120,6 +121,9 @@ class PortState:
         self.pg = PgAccount(self)  # ingress accounting of the buffer (.mmu)
         self.ctrl: deque[bytes] = deque()  # pause frames the MAC sends before the queues
         self.ctrl_qc = QueueCounters()     # ... counted apart from the priority queues
+        # what egress is told of a dequeued packet's queue: one per port, set
+        # anew for each packet (egress reads it before anything can reenter)
+        self.queue_info = QueueInfo(0, 0, None)
         self.apply(config)
 
     @property
@@ -411,8 +415,11 @@ class DataPlane:
                 prio, (item, pipe, enq_t, enq_us, acc, enq_depth) = got
                 if buf.release(acc, prio, item.length):
                     self._pfc_send(acc.port, prio, 0, now)
-                self._start(ps, tm.counters[prio], item, pipe,
-                            QueueInfo(enq_depth, len(tm.queues[prio]), enq_us),
+                info = ps.queue_info
+                info.enq_qdepth = enq_depth
+                info.deq_qdepth = len(tm.queues[prio])
+                info.enq_timestamp_us = enq_us
+                self._start(ps, tm.counters[prio], item, pipe, info,
                             t if t > enq_t else enq_t, now, acc.port if acc is not None else None)
         finally:
             ps.kicking = False

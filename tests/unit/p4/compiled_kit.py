@@ -128,6 +128,11 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.w.sel = hdr.w.sel[7:4] ++ hdr.w.amt[3:0];
             hash(meta.h64, HashAlgorithm.crc32, 64w0, { hdr.w.big, hdr.w.s8, meta.b }, 64w1 << 40);
             hash(meta.h16, HashAlgorithm.crc16, 16w0, { hdr.w.odd, hdr.w.pre }, 16w1000);
+            /* one header's fields of 8, 4, 1 and 4 whole bytes: packed by a C
+               function, compiled */
+            hash(meta.h16, HashAlgorithm.crc16, meta.h16, { hdr.w.odd, hdr.w.a, hdr.w.amt, hdr.w.b },
+                 16w1000);
+            hdr.w.sel = hdr.w.sel ^ (bit<8>)meta.h16;  /* (seen in the packet) */
             bit<64> old;
             r64.read(old, (bit<32>)hdr.w.amt & 7);
             r64.write((bit<32>)hdr.w.amt & 7, old + hdr.w.odd + meta.h64);

@@ -77,7 +77,10 @@ def test_an_order_outside_128_bits_is_refused() -> None:
     for order in (-1, 1 << 128):
         with pytest.raises(ValueError, match="not in 0 .. 2"):
             heap.push(0.0, order, 0, None, None)
-    assert len(heap) == 0
+    with pytest.raises(TypeError, match="not an int"):
+        heap.push(0.0, 1.5, 0, None, None)
+    heap.push(0.0, (1 << 128) - 1, 0, None, None)  # the largest order there is
+    assert len(heap) == 1
 
 
 def test_objects_in_the_heap_are_released_with_it() -> None:
