@@ -387,7 +387,7 @@ class DataPlane:
                 self._kick(ps, now, now)
             return
         pipe_clock = self._pipe_clock_us if pipe is self.pipeline else _pipeline_clock_us(pipe)
-        tm.enqueue(prio, length, (item, pipe, now, pipe_clock(), acc))
+        tm.enqueue(prio, length, item, pipe, now, pipe_clock(), acc)
         if not ps.busy:
             self._kick(ps, now, now)
 
@@ -412,8 +412,8 @@ class DataPlane:
                 got = tm.dequeue(pfc.mask)
                 if got is None:
                     return
-                prio, (item, pipe, enq_t, enq_us, acc, enq_depth) = got
-                if buf.release(acc, prio, item.length):
+                item, pipe, enq_t, enq_us, acc, enq_depth, prio, length = got
+                if buf.release(acc, prio, length):
                     self._pfc_send(acc.port, prio, 0, now)
                 info = ps.queue_info
                 info.enq_qdepth = enq_depth

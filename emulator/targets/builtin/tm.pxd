@@ -17,6 +17,7 @@ cdef class PortQueues:
 
     cpdef reject(self, int priority)
     @cython.locals(counters=QueueCounters, depth=cython.longlong)
-    cpdef enqueue(self, int priority, object length, tuple entry_head)
+    cpdef enqueue(self, int priority, object length, object item, object pipeline, double enq_t,
+                  object enq_us, object account)
     @cython.locals(eligible=cython.longlong, priority=int, qc=QueueCounters)
     cpdef object dequeue(self, long long paused_mask)

@@ -72,9 +72,11 @@ class QueueCounters:
 class PortQueues:
     """The priority queues of one egress port.
 
-    Entries are ``(item, pipeline, enqueue_time_s, enq_qdepth)`` tuples: the
-    pipeline that ran the packet's ingress runs its egress too. ``nonempty``
-    has bit n set while queue n holds packets."""
+    Entries are ``(item, pipeline, enqueue_time_s, enq_timestamp_us,
+    ingress_account, enq_qdepth, priority, length)`` tuples: the pipeline
+    that ran the packet's ingress runs its egress too; the ingress account
+    (:class:`~.mmu.PgAccount`, or None) is charged for its bytes.
+    ``nonempty`` has bit n set while queue n holds packets."""
 
     __slots__ = ("queues", "depth_bytes", "counters", "nonempty", "buffer_bytes")
 
@@ -91,15 +93,16 @@ class PortQueues:
         counters.received += 1
         counters.tail_dropped += 1
 
-    def enqueue(self, priority: int, length: int, entry_head: tuple) -> None:
-        """Queue ``entry_head + (enq_qdepth,)`` on ``priority`` (admitted by
+    def enqueue(self, priority: int, length: int, item: Any, pipeline: Any, enq_t: float,
+                enq_us: float | None, account: Any) -> None:
+        """Queue a packet of ``length`` bytes on ``priority`` (admitted by
         the buffer; the caller checked ``priority`` is in range)."""
         counters = self.counters[priority]
         counters.received += 1
         depth_bytes = self.depth_bytes[priority] + length
         queue = self.queues[priority]
         depth = len(queue)
-        queue.append(entry_head + (depth,))
+        queue.append((item, pipeline, enq_t, enq_us, account, depth, priority, length))
         self.depth_bytes[priority] = depth_bytes
         counters.enqueued += 1
         if depth >= counters.max_depth_packets:
@@ -108,8 +111,8 @@ class PortQueues:
             counters.max_depth_bytes = depth_bytes
         self.nonempty |= 1 << priority
 
-    def dequeue(self, paused_mask: int) -> tuple[int, tuple] | None:
-        """(priority, entry) of the next packet to send, or None when every
+    def dequeue(self, paused_mask: int) -> tuple | None:
+        """The entry of the next packet to send, or None when every
         non-empty queue is paused."""
         eligible = self.nonempty & ~paused_mask
         if not eligible:
@@ -117,11 +120,11 @@ class PortQueues:
         priority = eligible.bit_length() - 1
         queue = self.queues[priority]
         entry = queue.popleft()
-        self.depth_bytes[priority] -= entry[0].length
+        self.depth_bytes[priority] -= entry[7]
         if not queue:
             self.nonempty &= ~(1 << priority)
         self.counters[priority].dequeued += 1
-        return priority, entry
+        return entry
 
     def depth_packets(self, priority: int) -> int:
         return len(self.queues[priority])
