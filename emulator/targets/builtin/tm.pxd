@@ -1,6 +1,8 @@
 # C types for tm.py when built by emulator.speedups (see there).
 cimport cython
 
+from emulator.targets.builtin.pfc cimport PauseTimers
+
 
 cdef class QueueCounters:
     cdef public long long received, enqueued, tail_dropped, dequeued, egress_out
@@ -21,3 +23,14 @@ cdef class PortQueues:
                   object enq_us, object account)
     @cython.locals(eligible=cython.longlong, priority=int, qc=QueueCounters)
     cpdef object dequeue(self, long long paused_mask)
+
+
+cdef class QueueSeries:
+    cdef public double interval_s, window_s, next_t
+    cdef public dict series, _seen
+    cdef public object buffer, counts
+
+    @cython.locals(tm=PortQueues, qc=QueueCounters, pfc=PauseTimers, mask=cython.longlong,
+                   busy_mask=cython.longlong, prio=int, busy=bint, paused=bint, horizon=double,
+                   next_t=double)
+    cpdef sample(self, double now, object ports, object buffer=*)
