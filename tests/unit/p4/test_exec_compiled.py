@@ -7,9 +7,7 @@ leaves the pipeline on Python, saying why in one line."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import shutil
 import sysconfig
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from emulator.p4.exec import compiled
 from emulator.p4.exec.externs import csum16
 from emulator.p4.exec.pipeline import QueueInfo, V1ModelPipeline
 from emulator.p4.frontend import compile_file
+from emulator.speedups.toolchain import missing
 from tests.unit.p4.compiled_kit import observe, packets, pipeline, state
 from tests.unit.p4.conformance_kit import StepClock
 from tests.unit.p4.test_exec_decisions import _fabric, _mixed_frames, roce
@@ -26,18 +25,9 @@ from tests.unit.p4.test_exec_decisions import _fabric, _mixed_frames, roce
 FABRIC = Path(__file__).resolve().parents[3] / "p4src" / "fabric.p4"
 
 
-def _toolchain_missing() -> str | None:
-    if importlib.util.find_spec("Cython") is None:
-        return "needs Cython (make setup installs it)"
-    if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is None:
-        return "needs a C compiler (make setup installs gcc)"
-    if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
-        return "needs Python's headers (make setup installs python3-dev)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_toolchain_missing() is not None,
-                                reason=_toolchain_missing() or "")
+pytestmark = pytest.mark.skipif(missing() is not None,
+                                reason=f"cannot build extensions here: {missing()} "
+                                       "(make setup installs them)")
 
 
 @pytest.fixture(scope="module")
