@@ -214,7 +214,10 @@ def test_page_says_the_run_ended_when_its_process_dies(page: Any, tmp_path: Path
             url = found.group(1) if found else None
         assert url, "the run never said where its view is"
         page.goto(url)
-        _wait(page, f"{PANEL} && {PANEL}.frames.length > 3", 30)
+        # The first frames come after the run has built its fabric (and, on a
+        # cold cache, compiled its P4 program): minutes on a loaded 2-core
+        # machine, where the page's own work takes seconds.
+        _wait(page, f"{PANEL} && {PANEL}.frames.length > 3", 180)
         proc.kill()
         proc.wait(10)
         _wait(page, f"{PANEL}.state === 'lost'", 30)
