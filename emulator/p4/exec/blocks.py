@@ -159,7 +159,8 @@ class ModuleBuilder:
             blocks = self.program.package.blocks
             sm_type = blocks[0].params[3].type
             gen.lines.extend(driver_source([self._block_names[id(b)] for b in blocks],
-                                           gen.layouts.class_name(sm_type), self.cython
+                                           gen.layouts.class_name(sm_type), self.cython,
+                                           keyed=self.decision_paths is not None
                                            ).splitlines())
 
     def _finish(self) -> CompiledBlocks:

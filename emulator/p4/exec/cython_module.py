@@ -58,7 +58,8 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
         # a C call from the driver, still callable from Python (the pipeline)
         out.append(_c_packet_maker(packet_maker, layouts))
         if decision_paths is not None:
-            out.append(_decision_accessors(*decision_paths, _path_c_type(packet_frame, layouts)))
+            out.append(_decision_accessors(*decision_paths, _path_c_type(packet_frame, layouts),
+                                           _path_width(packet_frame)))
     binds = ["", "def bind(ns):"]
     for name in sorted(env):
         if name in TWIN_NAMES:
@@ -173,22 +174,52 @@ def _path_c_type(slots: dict[str, object], layouts: Layouts) -> Callable[[str], 
     return c_type
 
 
+def _path_width(slots: dict[str, object]) -> Callable[[str], int]:
+    """The width in bits of a frame path's field (1 for a header's
+    validity ``_v``), given the frame's slots and their P4 types."""
+    def width(path: str) -> int:
+        slot, *names = path.split(".")
+        t = slots[slot]
+        for name in names:
+            if name == "_v":
+                return 1
+            t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
+        t = getattr(t, "underlying", None) or t  # (an enum: its bits)
+        return int(t.width)  # type: ignore[attr-defined]
+    return width
+
+
 def _decision_accessors(paths: list[str], key_paths: list[str] | None,
-                        c_type: Callable[[str], str]) -> str:
+                        c_type: Callable[[str], str], width: Callable[[str], int]) -> str:
     """The compiled module's readers of the decision cache's fields (all of
     them, those in the key) and its writer class, as
     ``_dc_accessors = (read, read_key, Writer)`` (see
     :class:`.decisions.DecisionCache`). Where every key field is a C
     integer (``c_type`` of its path), the key is their values as the bytes
-    of a C array: no int object per field, one hash of bytes."""
+    of a C array: no int object per field, one hash of bytes; each value in
+    as many bytes as its field's ``width`` needs (a 48-bit address: six),
+    or, if one does not fit its width, every value in eight (a key of
+    another length: never equal to a packed one)."""
     keys = paths if key_paths is None else key_paths
     lines = ["def _dc_read(PacketFrame F):",
              f"    return ({''.join(f'F.{p}, ' for p in paths)})",
-             "def _dc_read_key(PacketFrame F):"]
+             "cpdef object _dc_read_key(PacketFrame F):"]
     if keys and all(c_type(p) in (C_UINT, "bint") for p in keys):
+        sizes = [min(8, (width(p) + 7) // 8) for p in keys]
         lines.append(f"    cdef {C_UINT} k[{len(keys)}]")
+        lines.append(f"    cdef unsigned char b[{sum(sizes)}]")
         lines.extend(f"    k[{i}] = F.{p}" for i, p in enumerate(keys))
-        lines.append(f"    return PyBytes_FromStringAndSize(<char*>k, {len(keys)} * sizeof({C_UINT}))")
+        wide = [f"k[{i}] >> {8 * n}" for i, n in enumerate(sizes) if n < 8]
+        if wide:
+            lines.append(f"    if {' or '.join(wide)}:")
+            lines.append(f"        return PyBytes_FromStringAndSize(<char*>k, "
+                         f"{len(keys)} * sizeof({C_UINT}))")
+        offset = 0
+        for i, n in enumerate(sizes):  # (the low byte first, on any machine)
+            lines.extend(f"    b[{offset + j}] = <unsigned char>(k[{i}] >> {8 * j})" if j else
+                         f"    b[{offset}] = <unsigned char>k[{i}]" for j in range(n))
+            offset += n
+        lines.append(f"    return PyBytes_FromStringAndSize(<char*>b, {offset})")
     else:
         lines.append(f"    return ({''.join(f'F.{p}, ' for p in keys)})")
     lines.append("cdef int _dc_set(PacketFrame F, Py_ssize_t i, object v) except -1:")
@@ -202,8 +233,17 @@ def _decision_accessors(paths: list[str], key_paths: list[str] | None,
               "    def __init__(self, idx):",
               "        self.idx = tuple(idx)",
               "    def __call__(self, PacketFrame F, tuple values):",
+              "        self.apply(F, values)",
+              "    cdef int apply(self, PacketFrame F, tuple values) except -1:",
               "        cdef Py_ssize_t k",
               "        for k in range(len(self.idx)):",
               "            _dc_set(F, self.idx[k], values[k])",
+              "        return 0",
+              "cdef inline int _dc_write(object write, PacketFrame F, tuple values) except -1:",
+              "    # the driver's replay of a cached entry: in C for the module's own writers",
+              "    if type(write) is _DcWriter:",
+              "        return (<_DcWriter>write).apply(F, values)",
+              "    write(F, values)",
+              "    return 0",
               "_dc_accessors = (_dc_read, _dc_read_key, _DcWriter)"]
     return "\n".join(lines)

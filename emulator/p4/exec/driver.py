@@ -62,7 +62,9 @@ def ingress(port, data, instance_type=0, preserved=None):
         except ParserError as exc:
             if exc.args and exc.args[0] is not None:
                 f.sm.parser_error = exc.args[0]
-        ctx.payload = data[cur.off:] if cur.off else data
+        # A view, not a copy: the deparser's join copies the payload once,
+        # and a queued packet holds its frame's bytes once.
+        ctx.payload = memoryview(data)[cur.off:] if cur.off else data
         try:
             __VERIFY__(f)
         except ExitBlock:
@@ -387,17 +389,28 @@ BLOCKS = ("__PARSER__", "__VERIFY__", "__INGRESS__", "__EGRESS__", "__COMPUTE__"
 CYTHON_MAKERS = {"PacketContext(": "_new_context(", "Cursor(": "_new_cursor(",
                  "EgressItem(": "_new_egress_item(", "Output(": "_new_output("}
 _MASKED_INT = re.compile(r"int\(([^()]*)\) & (0x[0-9A-F]+)")
+# ... and, where the module has the decision cache's accessors
+# (.cython_module), reads a packet's key and replays an entry in C.
+CYTHON_KEYED = {
+    "key = decisions.read_key(f)":
+        "key = _dc_read_key(f) if decisions.read_key is _dc_read_key else decisions.read_key(f)",
+    "cached = decisions.entries.get(key)": "cached = (<dict>decisions.entries).get(key)",
+    "write(f, values)": "_dc_write(write, f, values)",
+}
 
 
-def driver_source(block_fns: list[str], sm_class: str, cython: bool) -> str:
+def driver_source(block_fns: list[str], sm_class: str, cython: bool,
+                  keyed: bool = False) -> str:
     """The driver for a program whose six V1Switch blocks are the functions
     ``block_fns`` (in package order) and whose standard metadata is the
-    class ``sm_class``; ``cython``: with the declarations and the makers."""
+    class ``sm_class``; ``cython``: with the declarations and the makers;
+    ``keyed``: the module has the decision cache's accessors."""
     text = DRIVER.replace("__SM__", sm_class)
     for placeholder, fn in zip(BLOCKS, block_fns):
         text = text.replace(placeholder, fn)
     if cython:
-        for call, maker in CYTHON_MAKERS.items():
+        for call, maker in (CYTHON_MAKERS | (CYTHON_KEYED if keyed else {})).items():
+            assert call in text, call
             text = text.replace(call, maker)
         text = _MASKED_INT.sub(r"_masked_int(\1, \2)", text)
         return text.replace("#cy: ", "")

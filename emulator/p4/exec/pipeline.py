@@ -397,7 +397,7 @@ class V1ModelPipeline:
         except ParserError as exc:
             if exc.args and exc.args[0] is not None:
                 f.sm.parser_error = exc.args[0]  # type: ignore[attr-defined]
-        f._ctx.payload = data[cur.off:]  # type: ignore[attr-defined]
+        f._ctx.payload = memoryview(data)[cur.off:]  # type: ignore[attr-defined]  (a view: as the driver's)
 
     def _keep(self, meta: object, field_list: int) -> dict[str, int]:
         return {name: getattr(meta, name) for name in self._field_lists.get(field_list, ())}

@@ -8,6 +8,7 @@ leaves the pipeline on Python, saying why in one line."""
 from __future__ import annotations
 
 import random
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -180,3 +181,31 @@ def test_a_build_removes_modules_not_loaded_for_a_month(tmp_path, monkeypatch):
         os.utime(path, (then, then))
     compiled.load(f"x = {random.randrange(1 << 30)}\n", "tiny")
     assert not stale.exists() and recent.exists()
+
+
+def test_the_compiled_decision_key_packs_each_field_in_its_width(fabric):
+    """The key is each keyed field's value in its width's bytes (a 48-bit
+    MAC: six), so a change in any byte of any field gives another key; a
+    value wider than its field (which no packet gives) falls back to eight
+    bytes a field, a key of another length, so never a packed one's twin."""
+    pipe = _fabric_on(fabric, "cython")
+    cache = pipe.decisions
+    ns = pipe.compiled.namespace
+    assert cache.read_key is ns["_dc_read_key"]
+    pipe.ingress(1, roce())  # a miss: the key of a parsed RoCE packet stored
+    (key,) = cache.entries
+    assert isinstance(key, bytes) and len(key) < 8 * len(cache.key_paths)
+    assert len(key) == 42  # fabric.p4's 22 keyed fields, 1 to 6 bytes each
+    before = len(cache.entries)
+    for dst in ("10.0.1.8", "10.1.1.7", "11.0.1.7"):  # each byte of the address
+        pipe.ingress(1, roce(dst=dst))
+    for sport in (0xC001, 0xC100):  # both bytes of a 16-bit port
+        pipe.ingress(1, roce(sport=sport))
+    assert len(cache.entries) == before + 5 and cache.hits == 0
+    pipe.ingress(1, roce())
+    assert cache.hits == 1  # the same packet again: the same key
+    f = ns["mk_packet"](ns["PacketContext"](100, 0.0, None))
+    assert len(cache.read_key(f)) == 42
+    f.sm.ingress_port = 1 << 16  # wider than bit<9>'s two bytes
+    wide = cache.read_key(f)
+    assert len(wide) == 8 * 22 and wide[-8:] == (1 << 16).to_bytes(8, sys.byteorder)
