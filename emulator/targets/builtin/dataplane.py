@@ -202,12 +202,13 @@ class DataPlane:
         """Set the switch's buffer: ``pool_bytes`` (0: sized from the
         ports) and ``alpha`` of the lossy queues (see :mod:`.mmu`)."""
         buf = self.buffer
-        old = (buf.pool_bytes, list(buf.alpha))
+        old_pool_bytes, old_alpha = buf.pool_bytes, list(buf.alpha)
         try:
             buf.configure(settings)
             self._resize()
         except ValueError as exc:
-            buf.pool_bytes, buf.alpha = old
+            buf.pool_bytes = old_pool_bytes
+            buf.alpha = old_alpha
             self._resize()
             raise PortConfigError(f"buffer: {exc}") from None
         return buf.to_dict()

@@ -85,6 +85,12 @@ def auto_shared_bytes(ports: Iterable[tuple[float, int]]) -> int:
                for rate, cap in ports)
 
 
+def _per_priority(value: Any) -> list[Any]:
+    """``value`` for each priority: a list (to Python), or the C array it
+    fills (compiled, see mmu.pxd)."""
+    return [value] * NUM_PRIORITIES
+
+
 class PgAccount:
     """Ingress accounting of one port, per priority group, and its PFC
     state. ``lossless`` has bit n set when group n is lossless here."""
@@ -94,24 +100,23 @@ class PgAccount:
                  "max_bytes", "max_headroom", "drops", "xoff_frames", "xon_frames")
 
     def __init__(self, port: Any = None) -> None:
-        n = NUM_PRIORITIES
-        self.port = port               # the data plane's state of the port
+        self.port = port                        # the data plane's state of the port
         self.lossless = 0
-        self.shared = [0] * n          # bytes of the group's frames in the shared pool
-        self.headroom_used = [0] * n   # bytes of them in its headroom
-        self.xoff = [0] * n            # static XOFF threshold (bytes of shared)
-        self.xon_offset = [0] * n      # XON at threshold - offset
-        self.alpha = [0.0] * n         # > 0: dynamic XOFF at alpha x free shared bytes
-        self.headroom = [0] * n        # headroom reserved for the group
+        self.shared = _per_priority(0)          # bytes of the group's frames in the shared pool
+        self.headroom_used = _per_priority(0)   # bytes of them in its headroom
+        self.xoff = _per_priority(0)            # static XOFF threshold (bytes of shared)
+        self.xon_offset = _per_priority(0)      # XON at threshold - offset
+        self.alpha = _per_priority(0.0)         # > 0: dynamic XOFF at alpha x free shared bytes
+        self.headroom = _per_priority(0)        # headroom reserved for the group
         self.quanta = 0xFFFF
         self.refresh_s = 0.0
-        self.xoff_on = 0               # bit n: XOFF sent for group n, no XON since
-        self.xoff_sent_at = [0.0] * n
-        self.max_bytes = [0] * n       # high-water mark of shared + headroom
-        self.max_headroom = [0] * n
-        self.drops = [0] * n           # headroom overflows
-        self.xoff_frames = [0] * n
-        self.xon_frames = [0] * n
+        self.xoff_on = 0                        # bit n: XOFF sent for group n, no XON since
+        self.xoff_sent_at = _per_priority(0.0)
+        self.max_bytes = _per_priority(0)       # high-water mark of shared + headroom
+        self.max_headroom = _per_priority(0)
+        self.drops = _per_priority(0)           # headroom overflows
+        self.xoff_frames = _per_priority(0)
+        self.xon_frames = _per_priority(0)
 
     def held(self, priority: int) -> int:
         return self.shared[priority] + self.headroom_used[priority]
@@ -156,7 +161,7 @@ class SwitchBuffer:
 
     def __init__(self) -> None:
         self.pool_bytes = 0          # configured (0: auto)
-        self.alpha = [DEFAULT_LOSSY_ALPHA] * NUM_PRIORITIES
+        self.alpha = _per_priority(DEFAULT_LOSSY_ALPHA)
         self.shared_bytes = 0        # capacity of the shared part
         self.headroom_bytes = 0      # reserved for the lossless groups
         self.total_bytes = 0
