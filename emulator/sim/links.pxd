@@ -11,6 +11,9 @@ cdef class Link
 cdef class SwitchNode(Component):
     cdef public DataPlane dataplane
 
+    cpdef double next_time(self) except? -1.0
+    cpdef wake(self, double now)
+
 
 cdef class AgentNode(Component):
     cdef public object agent

@@ -37,7 +37,8 @@ cdef class DataPlane:
     cdef public long long _behind_bin
     cdef public list _behind_row
 
-    @cython.locals(counters=PortCounters, n=cython.Py_ssize_t, start=double, free_at=double)
+    @cython.locals(counters=PortCounters, n=cython.Py_ssize_t, start=double, free_at=double,
+                   rate=double, nbits=cython.longlong)
     cpdef rx(self, PortState ps, object frame, double now)
     cpdef _ingress(self, PortState ps, object port, object frame, object instance_type,
                    object preserved, double now)
@@ -50,11 +51,12 @@ cdef class DataPlane:
     cpdef _pfc_send(self, PortState ps, int prio, object quanta, double now)
     cpdef _start(self, PortState ps, QueueCounters qc, object item, object pipe, object info,
                  double t, double now, PortState src)
-    @cython.locals(start=double, lag=double, end=double)
+    @cython.locals(start=double, lag=double, end=double, rate=double, nbits=cython.longlong)
     cpdef _wire(self, PortState ps, QueueCounters qc, object frame, double t, double now)
     @cython.locals(now=double, late_s=double, counts=dict, row=list, counters=PortCounters,
                    n=Py_ssize_t)
     cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
     cpdef _push(self, double when, int kind, PortState ps, object a, object b)
+    cpdef object next_deadline(self)
     @cython.locals(timers=list, when=double, kind=int, ps=PortState, acc=PgAccount)
     cpdef run_due(self, object now=*)

@@ -275,7 +275,12 @@ class DataPlane:
             # arrive one serialisation apart, in order.
             rate = ps.rate_bps
             start = ps.rx_free_at if ps.rx_free_at > now else now
-            free_at = ps.rx_free_at = start + ((n + ps.overhead) * 8 / rate if rate else 0.0)
+            if rate:
+                nbits = (n + ps.overhead) * 8
+                free_at = start + nbits / rate
+            else:
+                free_at = start
+            ps.rx_free_at = free_at
             ps.arriving += 1
             heappush(self._timers, (free_at + ps.delay_s, next(self._seq), ARRIVE, ps, frame,
                                     None))
@@ -489,7 +494,11 @@ class DataPlane:
             self._behind_bin = -1
             start = now - MAX_LAG_S
         rate = ps.rate_bps
-        end = start + (len(frame) + ps.overhead) * 8 / rate if rate else start
+        if rate:
+            nbits = (len(frame) + ps.overhead) * 8
+            end = start + nbits / rate
+        else:
+            end = start
         ps.free_at = end
         if end > now:
             ps.busy = True
