@@ -117,7 +117,9 @@ class PortQueues:
         eligible = self.nonempty & ~paused_mask
         if not eligible:
             return None
-        priority = eligible.bit_length() - 1
+        priority = len(self.queues) - 1  # down to the highest eligible (in C when compiled)
+        while not eligible >> priority & 1:
+            priority -= 1
         queue = self.queues[priority]
         entry = queue.popleft()
         self.depth_bytes[priority] -= entry[7]
