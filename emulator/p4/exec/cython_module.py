@@ -160,32 +160,35 @@ def _cdef_frame(name: str, slot_types: dict[str, object],
     return "\n".join([FREELIST, f"cdef class {name}:"] + cdef_lines(fields))
 
 
+def _path_type(slots: dict[str, object], path: str) -> object | None:
+    """The P4 type of a frame path's field (``hdr.ipv4.ttl``), given the
+    frame's slots and their P4 types; None for a header's validity
+    (``hdr.ipv4._v``)."""
+    slot, *names = path.split(".")
+    t = slots[slot]
+    for name in names:
+        if name == "_v":
+            return None
+        t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
+    return t
+
+
 def _path_c_type(slots: dict[str, object], layouts: Layouts) -> Callable[[str], str]:
-    """The Cython type of a frame path (``hdr.ipv4.ttl``, ``hdr.ipv4._v``),
-    given the frame's slots and their P4 types."""
+    """The Cython type of a frame path (a validity: ``bint``)."""
     def c_type(path: str) -> str:
-        slot, *names = path.split(".")
-        t = slots[slot]
-        for name in names:
-            if name == "_v":
-                return "bint"
-            t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
-        return layouts.c_type(t)
+        t = _path_type(slots, path)
+        return "bint" if t is None else layouts.c_type(t)  # type: ignore[arg-type]
     return c_type
 
 
 def _path_width(slots: dict[str, object]) -> Callable[[str], int]:
-    """The width in bits of a frame path's field (1 for a header's
-    validity ``_v``), given the frame's slots and their P4 types."""
+    """The width in bits of a frame path's field (a validity: 1; an enum:
+    its bits')."""
     def width(path: str) -> int:
-        slot, *names = path.split(".")
-        t = slots[slot]
-        for name in names:
-            if name == "_v":
-                return 1
-            t = next(f.type for f in t.fields if py_ident(f.name) == name)  # type: ignore[attr-defined]
-        t = getattr(t, "underlying", None) or t  # (an enum: its bits)
-        return int(t.width)  # type: ignore[attr-defined]
+        t = _path_type(slots, path)
+        if t is None:
+            return 1
+        return int((getattr(t, "underlying", None) or t).width)  # type: ignore[attr-defined]
     return width
 
 
@@ -205,7 +208,7 @@ def _decision_accessors(paths: list[str], key_paths: list[str] | None,
              f"    return ({''.join(f'F.{p}, ' for p in paths)})",
              "cpdef object _dc_read_key(PacketFrame F):"]
     if keys and all(c_type(p) in (C_UINT, "bint") for p in keys):
-        sizes = [min(8, (width(p) + 7) // 8) for p in keys]
+        sizes = [(width(p) + 7) // 8 for p in keys]  # (a C integer: 64 bits at most)
         lines.append(f"    cdef {C_UINT} k[{len(keys)}]")
         lines.append(f"    cdef unsigned char b[{sum(sizes)}]")
         lines.extend(f"    k[{i}] = F.{p}" for i, p in enumerate(keys))

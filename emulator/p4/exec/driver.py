@@ -390,10 +390,10 @@ CYTHON_MAKERS = {"PacketContext(": "_new_context(", "Cursor(": "_new_cursor(",
                  "EgressItem(": "_new_egress_item(", "Output(": "_new_output("}
 _MASKED_INT = re.compile(r"int\(([^()]*)\) & (0x[0-9A-F]+)")
 # ... and, where the module has the decision cache's accessors
-# (.cython_module), reads a packet's key and replays an entry in C.
+# (.cython_module: the pipeline gives its cache those), reads a packet's key
+# and replays an entry in C.
 CYTHON_KEYED = {
-    "key = decisions.read_key(f)":
-        "key = _dc_read_key(f) if decisions.read_key is _dc_read_key else decisions.read_key(f)",
+    "key = decisions.read_key(f)": "key = _dc_read_key(f)",
     "cached = decisions.entries.get(key)": "cached = (<dict>decisions.entries).get(key)",
     "write(f, values)": "_dc_write(write, f, values)",
 }
