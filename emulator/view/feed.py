@@ -212,16 +212,18 @@ class ViewFeed:
         self._end = summary
         self._wake.set()
 
-    def pace(self, t_s: float) -> None:
-        """Hold a sim run so that it plays at ``speed`` simulated seconds per wall second."""
+    def pace(self, t_s: float) -> bool:
+        """Hold a sim run so that it plays at ``speed`` simulated seconds per wall
+        second; True when it was ahead of that speed (and so was held)."""
         if not self.speed:
-            return
+            return False
         now = time.monotonic()
         if self._pace_origin is None:
             self._pace_origin = now - t_s / self.speed
         ahead = self._pace_origin + t_s / self.speed - now
         if ahead > 0:
             time.sleep(ahead)
+        return ahead > 0
 
     # -- the worker --------------------------------------------------------------------
     def _run(self) -> None:

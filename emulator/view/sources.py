@@ -6,7 +6,8 @@ the runners stay one call each.
   switch's port statistics and every agent's status at a point of simulated
   time, in the engine's thread (nothing else may touch the fabric), and
   hands them to the feed, keeping the view to about :data:`VIEW_CPU_SHARE`
-  of the run's CPU time; with a playing speed set it holds the run to it.
+  of the run's CPU time; with a playing speed set it holds the run to it
+  at every sample period.
 - :func:`live_poller`: what the feed's own worker thread calls on a live
   run: every switch's port statistics over its QueueControl channel, now and
   then the switches' lateness histograms (their p99), and the machine's CPU
@@ -52,10 +53,16 @@ def sim_sampler(fabric: Any, nodes: Mapping[str, Any], observer: Any
     published = [-math.inf, -math.inf, 0.0]  # wall, process CPU, the last sample's cost
 
     def sample(now: float) -> None:
+        # With a playing speed, every bin is held to it (not only the published
+        # ones: a skipped bin would let the run race ahead), and a run held
+        # back by its speed has idle CPU to spare, so the CPU budget is for
+        # runs that are not ahead of their speed.
+        held = bool(pace(now)) if pace is not None else False
         wall, cpu = time.perf_counter(), time.process_time()
         if now < last_s - 1e-12 and now > 0 and (
                 wall - published[0] < min_wall_s
-                or budget and cpu - published[1] < published[2] / VIEW_CPU_SHARE):
+                or budget and not held
+                and cpu - published[1] < published[2] / VIEW_CPU_SHARE):
             return
         published[0], published[1] = wall, cpu
         read = time.thread_time()
@@ -64,8 +71,6 @@ def sim_sampler(fabric: Any, nodes: Mapping[str, Any], observer: Any
                          for name, switch in switches.items()},
             "agents": {server: node.agent.status(now) for server, node in nodes.items()}})
         published[2] = time.thread_time() - read + getattr(observer, "frame_cost_s", 0.0)
-        if pace is not None:
-            pace(now)
     return sample
 
 
