@@ -63,7 +63,7 @@ def c_emit_fn(name: str, nbytes: int, spans: list[tuple[str, int, int, int, int]
 
 # The C helpers the functions above use (in the module's prelude).
 C_PRELUDE = """from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cdef inline unsigned long long _ld(const unsigned char* p, int n) noexcept nogil:
     cdef unsigned long long v = 0

@@ -63,7 +63,8 @@ def ingress(port, data, instance_type=0, preserved=None):
             if exc.args and exc.args[0] is not None:
                 f.sm.parser_error = exc.args[0]
         # A view, not a copy: the deparser's join copies the payload once,
-        # and a queued packet holds its frame's bytes once.
+        # and a queued packet holds its frame's bytes once (compiled: the
+        # frame and the offset, no view).
         ctx.payload = memoryview(data)[cur.off:] if cur.off else data
         try:
             __VERIFY__(f)
@@ -226,9 +227,14 @@ from emulator.p4.exec.externs import COLOR_GREEN
 @cython.freelist(32)
 cdef class PacketContext:
     cdef public object length, length_reg, now_us, rng, clone, resubmit, recirculate
-    cdef public object truncate, digests, checksum_error, logs, meter_color, payload, sm
+    cdef public object truncate, digests, checksum_error, logs, meter_color, sm
     cdef public object owner, bumps
     cdef public bint nocache
+    # The payload is the frame's bytes from an offset on (``payload``: a
+    # view of them, made only where asked for; the driver's deparser copies
+    # them straight into the frame it builds, see _join_out).
+    cdef public object _pdata
+    cdef public Py_ssize_t _poff
 
     def __init__(self, length, now_us, rng):
         self.length = length
@@ -240,10 +246,19 @@ cdef class PacketContext:
         self.checksum_error = 0
         self.logs = ()
         self.meter_color = None
-        self.payload = b""
+        self._pdata = b""
         self.sm = self.owner = None
         self.nocache = False
         self.bumps = []
+
+    @property
+    def payload(self):
+        return memoryview(self._pdata)[self._poff:] if self._poff else self._pdata
+
+    @payload.setter
+    def payload(self, value):
+        self._pdata = value
+        self._poff = 0
 
     def digest(self, name, value):
         if not self.digests:
@@ -329,9 +344,9 @@ cdef inline PacketContext _new_context(length, now_us, rng):
     c.rng = rng
     c.digests = c.logs = ()
     c.checksum_error = 0
-    c.payload = b""
+    c._pdata = b""
     c.bumps = []
-    return c  # (the other fields: None, nocache False, as __new__ leaves them)
+    return c  # (the other fields: None, 0, nocache False, as __new__ leaves them)
 
 
 cdef inline Cursor _new_cursor(buf):
@@ -357,6 +372,32 @@ cdef inline Output _new_output(port, data, instance_type, priority):
     o.instance_type = instance_type
     o.priority = priority
     return o
+
+
+cdef bytes _join_out(list out, PacketContext ctx):
+    # b"".join(out + [ctx.payload]) without making the payload's view: the
+    # emitted headers and the payload copied once into the new frame.
+    cdef object pdata = ctx._pdata
+    cdef Py_ssize_t off = ctx._poff, n = 0, k
+    cdef bytes frame
+    cdef char* q
+    if type(pdata) is not bytes:
+        out.append(ctx.payload)
+        return b"".join(out)
+    for item in out:
+        if type(item) is not bytes:
+            out.append(ctx.payload)
+            return b"".join(out)
+        n += PyBytes_GET_SIZE(item)
+    k = PyBytes_GET_SIZE(pdata) - off
+    frame = PyBytes_FromStringAndSize(NULL, n + k)
+    q = PyBytes_AS_STRING(frame)
+    for item in out:
+        n = PyBytes_GET_SIZE(item)
+        memcpy(q, PyBytes_AS_STRING(item), n)
+        q += n
+    memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
+    return frame
 
 
 cdef inline unsigned long long _masked_int(double x, unsigned long long mask):
@@ -392,6 +433,13 @@ _MASKED_INT = re.compile(r"int\(([^()]*)\) & (0x[0-9A-F]+)")
 # ... and, where the module has the decision cache's accessors
 # (.cython_module: the pipeline gives its cache those), reads a packet's key
 # and replays an entry in C.
+# ... keeps the payload as (frame, offset) and builds the frame out of it,
+CYTHON_PAYLOAD = {
+    "ctx.payload = memoryview(data)[cur.off:] if cur.off else data":
+        "ctx._pdata = data; ctx._poff = cur.off",
+    "ctx.payload = ictx.payload": "ctx._pdata = ictx._pdata; ctx._poff = ictx._poff",
+    "out.append(ctx.payload)\n    data = b\"\".join(out)": "data = _join_out(out, ctx)",
+}
 CYTHON_KEYED = {
     "key = decisions.read_key(f)": "key = _dc_read_key(f)",
     "cached = decisions.entries.get(key)": "cached = (<dict>decisions.entries).get(key)",
@@ -409,7 +457,8 @@ def driver_source(block_fns: list[str], sm_class: str, cython: bool,
     for placeholder, fn in zip(BLOCKS, block_fns):
         text = text.replace(placeholder, fn)
     if cython:
-        for call, maker in (CYTHON_MAKERS | (CYTHON_KEYED if keyed else {})).items():
+        for call, maker in (CYTHON_MAKERS | CYTHON_PAYLOAD
+                            | (CYTHON_KEYED if keyed else {})).items():
             assert call in text, call
             text = text.replace(call, maker)
         text = _MASKED_INT.sub(r"_masked_int(\1, \2)", text)

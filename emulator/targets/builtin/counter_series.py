@@ -48,17 +48,18 @@ class CounterSeries:
         marks = self.marks() if self.marks is not None else None
         table, slot = marks if marks is not None else ((), None)
         horizon = now - self.window_s
+        seen = self._sig
         for number, ps in ports.items():
             c = ps.counters
-            mask = ps.pfc.mask
+            pfc = ps.pfc
+            mask = pfc.mask
             sig = (c.tx_packets, c.rx_packets, c.pfc_rx_frames, c.pfc_tx_frames,
                    ps.ctrl_qc.tx_packets, mask)
-            first = number not in self._sig
-            if not first and not mask and self._sig[number] == sig:
+            first = number not in seen
+            if not first and not mask and seen[number] == sig:
                 continue
-            self._sig[number] = sig
+            seen[number] = sig
             _record(self.ports, number, (now, c.tx_bytes, c.rx_bytes), first, horizon)
-            pfc = ps.pfc
             for prio, qc in enumerate(ps.tm.counters):
                 ecn = 0
                 if slot is not None:
