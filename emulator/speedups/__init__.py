@@ -32,7 +32,7 @@ from typing import Sequence
 # Modules in import order (a module's .pxd may cimport only those before it).
 GROUP = ("emulator.targets.builtin.ports", "emulator.targets.builtin.pfc",
          "emulator.targets.builtin.mmu", "emulator.targets.builtin.counter_series",
-         "emulator.targets.builtin.tm",
+         "emulator.targets.builtin.tm", "emulator.p4.exec.results",
          "emulator.targets.builtin.dataplane", "emulator.traffic.agent.timers",
          "emulator.traffic.agent.pacing", "emulator.traffic.agent.stats",
          "emulator.traffic.agent.frames", "emulator.traffic.agent.pfc",

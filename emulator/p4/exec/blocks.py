@@ -88,6 +88,8 @@ class ModuleBuilder:
         self.decision_paths = decision_paths
         self.cython = cython
         self.driver_env = driver_env
+        # compiled: the speedups build whose result classes the module cimports
+        self._shared_results = compiled.shared_results_key() if cython else None
         self._frame_types: dict[int, dict[str, object]] = {}  # slot → P4 type, per frame
         self._fn_frames: dict[str, str] = {}  # function → the frame class its F is
         self.cached_block = cached_block
@@ -160,7 +162,8 @@ class ModuleBuilder:
             sm_type = blocks[0].params[3].type
             gen.lines.extend(driver_source([self._block_names[id(b)] for b in blocks],
                                            gen.layouts.class_name(sm_type), self.cython,
-                                           keyed=self.decision_paths is not None
+                                           keyed=self.decision_paths is not None,
+                                           shared_results=self._shared_results is not None
                                            ).splitlines())
 
     def _finish(self) -> CompiledBlocks:
@@ -233,7 +236,8 @@ class ModuleBuilder:
             env=self.gen.env, layouts=self.gen.layouts, frames=frames,
             packet_frame=shared if self._shared else None,
             packet_maker=self._packet_maker() if self._shared else "",
-            decision_paths=self.decision_paths, body=body, fn_frames=self._fn_frames)
+            decision_paths=self.decision_paths, body=body, fn_frames=self._fn_frames,
+            shared_results=self._shared_results)
 
     def _types(self, source: str) -> dict[str, object]:
         """The classes (headers, structs, frames) and makers ``source``

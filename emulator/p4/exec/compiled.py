@@ -12,7 +12,10 @@ kept in ``$AIFABRIC_CACHE/p4-cython`` (default ``~/.cache/aifabric``): the
 first run of a program pays Cython and the C compiler (about ten seconds),
 later runs load it; a build removes what was not loaded for 30 days. Builds
 of the same text by several processes (MPI ranks) wait for one another on a
-lock. Where Cython, a C compiler or Python's headers
+lock. Where the speedups group runs compiled, a module cimports the
+result classes (:mod:`.results`) from it, and its text names that build
+(:func:`shared_results_key`), so a new build of the group builds it anew.
+Where Cython, a C compiler or Python's headers
 are missing, or a build fails, :func:`load` raises :class:`Unavailable`,
 saying why in one line, and the caller runs the Python executor.
 """
@@ -25,10 +28,12 @@ import importlib.util
 import os
 import sys
 import sysconfig
+from importlib.machinery import ExtensionFileLoader
 from pathlib import Path
 from types import ModuleType
 
 from emulator import cache_dir
+from emulator.speedups import SOURCE_ROOT
 from emulator.speedups.toolchain import (CFLAGS, Unavailable, compile_c, cython_version,
                                          ext_suffix, python_include, remove_unused)
 from emulator.speedups.toolchain import cythonize as _cythonize
@@ -36,11 +41,22 @@ from emulator.speedups.toolchain import cythonize as _cythonize
 DIRECTIVES = ("language_level=3", "boundscheck=True", "wraparound=True", "cdivision=False",
               "binding=False", "emit_code_comments=False")
 
-__all__ = ["Unavailable", "cache_root", "cython_version", "load", "module_name"]
+__all__ = ["Unavailable", "cache_root", "cython_version", "load", "module_name",
+           "shared_results_key"]
 
 
 def cache_root() -> Path:
     return cache_dir() / "p4-cython"
+
+
+def shared_results_key() -> str | None:
+    """The key of the speedups build whose :mod:`.results` this process runs
+    (a module cimports its classes then), None where it runs as Python."""
+    from emulator.p4.exec import results
+
+    if isinstance(getattr(results, "__loader__", None), ExtensionFileLoader):
+        return Path(results.__file__).parent.name
+    return None
 
 
 def module_name(source: str) -> str:
@@ -97,7 +113,7 @@ def _build(source: str, name: str, folder: Path, target: Path, label: str) -> No
             c_file = work / f"{name}.c"
             so = work / target.name
             try:
-                _cythonize(pyx, c_file, DIRECTIVES, label)
+                _cythonize(pyx, c_file, DIRECTIVES, label, include=(SOURCE_ROOT,))
                 compile_c(c_file, so, label)
             except Unavailable as exc:
                 for kept in (pyx, c_file):  # for the error to point at

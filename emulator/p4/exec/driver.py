@@ -291,6 +291,7 @@ cdef class Cursor:
         self.end = len(buf)
 
 
+#results:
 @cython.freelist(32)
 cdef class ProcessResult:
     cdef public object outputs, dropped, digests, logs, queued, recirculate
@@ -333,6 +334,7 @@ cdef class Output:
     def __eq__(self, other):
         return isinstance(other, Output) and (self.port, self.data, self.instance_type, self.priority) \\
             == (other.port, other.data, other.instance_type, other.priority)
+#end results
 
 
 # Makers of the classes above for the compiled driver: no call through the
@@ -417,6 +419,31 @@ cpdef object _c_replay_bumps(tuple bumps, object nbytes):
             b.bytes += nbytes
 """
 TWIN_NAMES = ("PacketContext", "Cursor", "ProcessResult", "EgressItem", "Output")
+# Where the compiled results module is in use (the speedups group), the
+# program's module cimports its classes in place of its own three: the data
+# plane reads what the module returns in C.
+RESULTS_CIMPORT = ("from emulator.p4.exec.results cimport "
+                   "EgressItem, Output, ProcessResult, QueueInfo")
+_OWN_RESULTS = re.compile(r"^#results:\n.*?^#end results\n", re.M | re.S)
+
+
+# ... and its egress reads the queue's figures in C.
+CYTHON_SHARED_RESULTS = {
+    "    result = ProcessResult.__new__(ProcessResult)  # (as in ingress)\n":
+        "    cdef QueueInfo q\n    result = ProcessResult.__new__(ProcessResult)\n",
+    "        queue = PIPE._no_queue\n": "        queue = PIPE._no_queue\n    q = queue\n",
+    "queue.enq_timestamp_us": "q.enq_timestamp_us",
+    "queue.enq_qdepth": "q.enq_qdepth",
+    "queue.deq_qdepth": "q.deq_qdepth",
+}
+
+
+def cython_twins(shared_results: bool) -> str:
+    """:data:`CYTHON_TWINS`, with the results classes cimported from
+    :mod:`.results` where ``shared_results``."""
+    if not shared_results:
+        return CYTHON_TWINS
+    return _OWN_RESULTS.sub(RESULTS_CIMPORT + "\n", CYTHON_TWINS)
 # Python functions the compiled driver has a C twin of (by qualified name),
 # as .c_headers.C_TWINS.
 DRIVER_C_TWINS = {"emulator.p4.exec.decisions.replay_bumps": ("_c_replay_bumps",
@@ -448,17 +475,18 @@ CYTHON_KEYED = {
 
 
 def driver_source(block_fns: list[str], sm_class: str, cython: bool,
-                  keyed: bool = False) -> str:
+                  keyed: bool = False, shared_results: bool = False) -> str:
     """The driver for a program whose six V1Switch blocks are the functions
     ``block_fns`` (in package order) and whose standard metadata is the
     class ``sm_class``; ``cython``: with the declarations and the makers;
-    ``keyed``: the module has the decision cache's accessors."""
+    ``keyed``: the module has the decision cache's accessors;
+    ``shared_results``: it cimports :mod:`.results` (:func:`cython_twins`)."""
     text = DRIVER.replace("__SM__", sm_class)
     for placeholder, fn in zip(BLOCKS, block_fns):
         text = text.replace(placeholder, fn)
     if cython:
-        for call, maker in (CYTHON_MAKERS | CYTHON_PAYLOAD
-                            | (CYTHON_KEYED if keyed else {})).items():
+        for call, maker in (CYTHON_MAKERS | CYTHON_PAYLOAD | (CYTHON_KEYED if keyed else {})
+                            | (CYTHON_SHARED_RESULTS if shared_results else {})).items():
             assert call in text, call
             text = text.replace(call, maker)
         text = _MASKED_INT.sub(r"_masked_int(\1, \2)", text)

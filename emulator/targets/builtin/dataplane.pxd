@@ -1,6 +1,7 @@
 # C types for dataplane.py when built by emulator.speedups (see there).
 cimport cython
 
+from emulator.p4.exec.results cimport EgressItem, Output, ProcessResult, QueueInfo
 from emulator.targets.builtin.mmu cimport PgAccount, SwitchBuffer
 from emulator.targets.builtin.pfc cimport PauseTimers
 from emulator.targets.builtin.ports cimport PortCounters
@@ -19,7 +20,7 @@ cdef class PortState:
     cdef public object pcap_in, pcap_out, lateness, ctrl
     cdef public PgAccount pg
     cdef public QueueCounters ctrl_qc
-    cdef public object queue_info
+    cdef public QueueInfo queue_info
 
 
 cdef class DataPlane:
@@ -32,7 +33,8 @@ cdef class DataPlane:
     cdef public list _timers
     cdef public object _seq, _recirc
     cdef public SwitchBuffer buffer
-    cdef public object series, behind, _idle_queue
+    cdef public object series, behind
+    cdef public QueueInfo _idle_queue
     cdef public double _behind_scale
     cdef public long long _behind_bin
     cdef public list _behind_row
@@ -40,16 +42,19 @@ cdef class DataPlane:
     @cython.locals(counters=PortCounters, n=cython.Py_ssize_t, start=double, free_at=double,
                    rate=double, nbits=cython.longlong)
     cpdef rx(self, PortState ps, object frame, double now)
+    @cython.locals(res=ProcessResult)
     cpdef _ingress(self, PortState ps, object port, object frame, object instance_type,
                    object preserved, double now)
     @cython.locals(ps=PortState, prio=int, tm=PortQueues, buf=SwitchBuffer, acc=PgAccount,
                    got=int, qc=QueueCounters)
-    cpdef _enqueue(self, object item, object pipe, double now, PortState src)
-    @cython.locals(tm=PortQueues, pfc=PauseTimers, buf=SwitchBuffer, prio=int, acc=PgAccount)
+    cpdef _enqueue(self, EgressItem item, object pipe, double now, PortState src)
+    @cython.locals(tm=PortQueues, pfc=PauseTimers, buf=SwitchBuffer, prio=int, acc=PgAccount,
+                   info=QueueInfo)
     cpdef _kick(self, PortState ps, double t, double now)
     @cython.locals(acc=PgAccount, qc=QueueCounters)
     cpdef _pfc_send(self, PortState ps, int prio, object quanta, double now)
-    cpdef _start(self, PortState ps, QueueCounters qc, object item, object pipe, object info,
+    @cython.locals(res=ProcessResult, first=Output)
+    cpdef _start(self, PortState ps, QueueCounters qc, object item, object pipe, QueueInfo info,
                  double t, double now, PortState src)
     @cython.locals(start=double, lag=double, end=double, rate=double, nbits=cython.longlong)
     cpdef _wire(self, PortState ps, QueueCounters qc, object frame, double t, double now)

@@ -73,7 +73,8 @@ from heapq import heappop, heappush
 from typing import Any, Callable, Iterable
 
 from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
-from emulator.p4.exec.pipeline import NORMAL, ProcessResult, QueueInfo, V1ModelPipeline
+from emulator.p4.exec.pipeline import NORMAL, V1ModelPipeline
+from emulator.p4.exec.results import ProcessResult, QueueInfo
 from emulator.targets.builtin.config import PortConfig
 from emulator.targets.builtin.errors import PortConfigError, SwitchError, UnknownPortError
 from emulator.targets.builtin.mmu import (
@@ -478,7 +479,8 @@ class DataPlane:
                 ps.counters.drops["pipeline"] += 1
             return
         qc.egress_out += 1
-        self._wire(ps, qc, outputs[0].data, t, now)  # egress emits at most the packet itself
+        first = outputs[0]  # egress emits at most the packet itself
+        self._wire(ps, qc, first.data, t, now)
 
     def _wire(self, ps: PortState, qc: Any, frame: bytes, t: float, now: float) -> None:
         """Serialise ``frame`` on ``ps`` no earlier than ``t``."""

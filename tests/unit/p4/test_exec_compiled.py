@@ -209,3 +209,37 @@ def test_the_compiled_decision_key_packs_each_field_in_its_width(fabric):
     f.sm.ingress_port = 1 << 16  # wider than bit<9>'s two bytes
     wide = cache.read_key(f)
     assert len(wide) == 8 * 22 and wide[-8:] == (1 << 16).to_bytes(8, sys.byteorder)
+
+
+def test_the_compiled_module_returns_the_result_classes_the_data_plane_reads(fabric,
+                                                                             monkeypatch):
+    """Where the speedups group runs compiled, a program's module cimports
+    .results, so what ingress and egress return are the classes the
+    compiled data plane reads in C, and its text names that build (a new
+    build of the group builds the module anew); where the group runs as
+    Python the module has result classes of its own."""
+    from emulator.p4.exec import results
+
+    key = compiled.shared_results_key()
+    pipe = _fabric_on(fabric, "cython")
+    res = pipe.ingress(1, roce())
+    (item,) = res.queued
+    (out,) = pipe.egress(item, QueueInfo(enq_qdepth=3)).outputs
+    if key is not None:
+        assert type(res) is results.ProcessResult and type(item) is results.EgressItem
+        assert type(out) is results.Output and len(out.data) == len(roce())
+    sources: dict[str | None, str] = {}
+
+    def text_only(source: str, label: str = "") -> None:
+        sources[compiled.shared_results_key()] = source
+        raise compiled.Unavailable("only the text")
+    monkeypatch.setattr(compiled, "load", text_only)
+    for shared in (None, "0123456789abcdef0123"):
+        monkeypatch.setattr(compiled, "shared_results_key", lambda shared=shared: shared)
+        V1ModelPipeline(fabric, executor="cython")
+    own, shared_text = sources[None], sources["0123456789abcdef0123"]
+    assert "cdef class ProcessResult" in own and "cimport EgressItem" not in own
+    assert "cdef class ProcessResult" not in shared_text
+    assert "from emulator.p4.exec.results cimport EgressItem, Output, ProcessResult, " \
+           "QueueInfo" in shared_text
+    assert "speedups 0123456789abcdef0123" in shared_text and "q.enq_qdepth" in shared_text

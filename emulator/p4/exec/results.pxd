@@ -1,0 +1,17 @@
+# C types for results.py when built by emulator.speedups (see there); the
+# data plane and a program's compiled module cimport them.
+
+cdef class Output:
+    cdef public object port, data, instance_type, priority
+
+
+cdef class QueueInfo:
+    cdef public object enq_qdepth, deq_qdepth, enq_timestamp_us
+
+
+cdef class EgressItem:
+    cdef public object port, priority, length, pkt
+
+
+cdef class ProcessResult:
+    cdef public object outputs, dropped, digests, logs, queued, recirculate
