@@ -427,10 +427,12 @@ RESULTS_CIMPORT = ("from emulator.p4.exec.results cimport "
 _OWN_RESULTS = re.compile(r"^#results:\n.*?^#end results\n", re.M | re.S)
 
 
-# ... and its egress reads the queue's figures in C.
+# ... and its egress reads the packet's item and the queue's figures in C.
 CYTHON_SHARED_RESULTS = {
     "    result = ProcessResult.__new__(ProcessResult)  # (as in ingress)\n":
-        "    cdef QueueInfo q\n    result = ProcessResult.__new__(ProcessResult)\n",
+        "    cdef QueueInfo q\n    cdef EgressItem it = item\n"
+        "    result = ProcessResult.__new__(ProcessResult)\n",
+    "    port = item.port\n    f = item.pkt\n": "    port = it.port\n    f = it.pkt\n",
     "        queue = PIPE._no_queue\n": "        queue = PIPE._no_queue\n    q = queue\n",
     "queue.enq_timestamp_us": "q.enq_timestamp_us",
     "queue.enq_qdepth": "q.enq_qdepth",
