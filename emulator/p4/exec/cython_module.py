@@ -24,8 +24,8 @@ from typing import Callable
 
 from emulator.p4.exec.c_headers import C_PRELUDE, C_TWINS
 from emulator.p4.exec.driver import DRIVER_C_TWINS, TWIN_NAMES, cython_twins
-from emulator.p4.exec.layout import C_UINT, FREELIST, Layouts, cdef_lines, py_ident
-from emulator.p4.types import HeaderType, StructType
+from emulator.p4.exec.layout import C_UINT, FREELIST, Layouts, cdef_lines, is_aggregate, py_ident
+from emulator.p4.types import HeaderType, StructType, TupleType
 
 # Run-time names the module defines itself (not set by _init).
 OWN_NAMES = ("Struct", "_o")
@@ -60,7 +60,9 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
     if packet_frame is not None:
         out.append(_cdef_frame("PacketFrame", packet_frame, layouts.c_type))
         # a C call from the driver, still callable from Python (the pipeline)
-        out.append(_c_packet_maker(packet_maker, layouts))
+        reuse = _frame_reuse(packet_frame, layouts)
+        out.append(_c_packet_maker(packet_maker, layouts, reuse is not None))
+        out.append(reuse or _NO_REUSE)
         if decision_paths is not None:
             out.append(_decision_accessors(*decision_paths, _path_c_type(packet_frame, layouts),
                                            _path_width(packet_frame)))
@@ -95,11 +97,12 @@ _MADE = re.compile(r"^    (\w+) = (\w+)\(\)$", re.M)
 _MADE_FIELD = re.compile(r"^(    \w+\.\w+) = (\w+)\(\)$", re.M)
 
 
-def _c_packet_maker(text: str, layouts: Layouts) -> str:
+def _c_packet_maker(text: str, layouts: Layouts, reuse: bool = False) -> str:
     """``mk_packet`` compiled: a C function (still callable from Python),
     its locals typed, its headers and structs made by their types' ``__new__``
     (they have no ``__init__``: C fields start at zero, ``__cinit__`` sets
-    the others), not by a call through the type."""
+    the others), not by a call through the type; with ``reuse``, a frame
+    egress gave back (:func:`_frame_reuse`) where there is one."""
     plain = {"PacketFrame"} | {name for t, name in layouts.names().items()
                                if isinstance(t, (HeaderType, StructType))}
     declared = [f"    cdef {cls} {var}" for var, cls in _MADE.findall(text) if cls in plain]
@@ -109,7 +112,66 @@ def _c_packet_maker(text: str, layouts: Layouts) -> str:
                                       else m[0]), text)
     head, body = text.split("\n", 1)
     assert head == "def mk_packet(ctx):", head
-    return "\n".join(["cpdef PacketFrame mk_packet(ctx):", *declared, body])
+    reused = ["    if _FREE_FRAMES:", "        F = <PacketFrame>_FREE_FRAMES.pop()",
+              "        F._ctx = ctx", "        return F"] if reuse else []
+    return "\n".join(["cdef list _FREE_FRAMES = []", "", "cpdef PacketFrame mk_packet(ctx):",
+                      *declared, *reused, body])
+
+
+# Frames egress gives back for mk_packet to reuse, at most.
+FREE_FRAMES_MAX = 256
+# The driver's egress calls this where the module cannot reuse its frames.
+_NO_REUSE = """cdef inline int _release(object F, object item, object ctx) except -1:
+    return 0  # (this program's frames are not reused)"""
+
+
+def _frame_reuse(slots: dict[str, object], layouts: Layouts) -> str | None:
+    """``_release(F, item, ctx)``, which the compiled egress calls once a
+    unicast packet has left: where nothing but the packet's item, its
+    context and egress's locals refers to its frame or to anything in it
+    (counted), the item lets go of the frame and the frame, made as new
+    (headers invalid, fields zero), goes to the list mk_packet takes from.
+    None where the frame holds more than headers, structs of headers and
+    scalars, and scalars (stacks, unions, nested structs: made anew)."""
+    resets: list[str] = []
+    # egress's own references: f and item.pkt; ctx.sm and its local sm
+    counted = [("F", 2)]
+    for slot, t in slots.items():
+        if slot in ROLE_TYPES:
+            resets.append(f"    F.{slot} = None")
+        elif isinstance(t, StructType):
+            counted.append((f"F.{slot}", 3 if slot == "sm" else 1))
+            for f in t.fields:
+                name, ft = py_ident(f.name), f.type
+                if isinstance(ft, HeaderType):
+                    counted.append((f"F.{slot}.{name}", 1))
+                    resets.append(f"    _rz_{layouts.class_name(ft)}(F.{slot}.{name})")
+                elif is_aggregate(ft) or isinstance(ft, TupleType):
+                    return None
+                else:
+                    resets.append(f"    F.{slot}.{name} = {layouts.new_value(ft)}")
+        elif is_aggregate(t) or isinstance(t, TupleType):
+            return None
+        else:  # a block's local kept in the frame: as PacketFrame.__new__ leaves it
+            resets.append(f"    F.{slot} = {'0' if layouts.c_type(t) == C_UINT else 'None'}")
+    checks = " and ".join(f"_aif_refs(<PyObject*>{x}) == {n}" for x, n in counted)
+    return "\n".join([
+        "from cpython.ref cimport PyObject",
+        "",
+        "cdef extern from *:",
+        '    """#define _aif_refs(o) Py_REFCNT(o)"""',
+        "    Py_ssize_t _aif_refs(PyObject* o)",
+        "",
+        "cdef int _release(PacketFrame F, object item, PacketContext ctx) except -1:",
+        f"    if len(_FREE_FRAMES) >= {FREE_FRAMES_MAX} or _aif_refs(<PyObject*>ctx) != 2:",
+        "        return 0",
+        f"    if not ({checks}):",
+        "        return 0",
+        "    item.pkt = None",
+        "    F._ctx = None",
+        *resets,
+        "    _FREE_FRAMES.append(F)",
+        "    return 0"])
 
 
 def c_twin_wrapper(name: str, twin: str, params: str) -> str:

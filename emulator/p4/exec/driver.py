@@ -139,6 +139,7 @@ def egress(item, queue=None):
     result = ProcessResult.__new__(ProcessResult)  # (as in ingress)
     result.outputs = result.digests = result.logs = result.recirculate = result.queued = _NOTHING
     result.dropped = 0
+    #cy: owned = False
     if queue is None:
         queue = PIPE._no_queue
     port = item.port
@@ -155,6 +156,7 @@ def egress(item, queue=None):
         # egress starts from (length register, payload, truncation) is in
         # it already; what ingress asked for was acted on.
         ctx.owner = None
+        #cy: owned = True
         ctx.now_us = now
         ctx.clone = ctx.resubmit = ctx.recirculate = ctx.meter_color = None
         ctx.digests = ctx.logs = _NOTHING
@@ -214,6 +216,8 @@ def egress(item, queue=None):
         result.recirculate = [(sm.ingress_port, data, RECIRC, preserved)]
         return result
     result.outputs = [Output(port, data, sm.instance_type, priority)]
+    #cy: if owned and ctx.clone is None:
+    #cy:     _release(f, item, ctx)  # the frame, where nothing else holds it, made anew
     return result
 '''
 

@@ -317,6 +317,9 @@ def _header_class(name: str, t: HeaderType, cython: bool = False) -> str:
     chunks: list[str] = []
     lines.extend(_extract_method(name, t, fields, chunks))
     lines.extend(_emit_method(name, t, fields, chunks, cython))
+    if cython:  # in C, what a new one is (a reused packet frame's headers: .cython_module)
+        lines += ["", f"cdef inline void _rz_{name}({name} h) noexcept:", "    h._v = False"]
+        lines.extend(f"    h.{s} = {v}" for s, v in zero)
     return "\n".join(chunks + lines)
 
 
