@@ -133,7 +133,9 @@ class V1ModelPipeline:
         # deparser for a packet leaving its queue (``queue``: what the traffic
         # manager says of it; None: an empty queue, now); ``result.queued``
         # holds E2E clones (to be queued again), ``result.recirculate``
-        # packets to feed back into ingress.
+        # packets to feed back into ingress. An item goes through egress
+        # once: on Cython, egress may take a unicast packet's frame out of
+        # its item (``item.pkt`` None) for the next packet to reuse.
         self.egress: Callable[..., ProcessResult] = self.compiled.namespace["egress"]  # type: ignore[assignment]
         # What runs the code: "python" or "cython"; why not Cython if asked.
         self.executor = self.compiled.executor
