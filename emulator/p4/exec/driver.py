@@ -139,7 +139,7 @@ def egress(item, queue=None):
     result = ProcessResult.__new__(ProcessResult)  # (as in ingress)
     result.outputs = result.digests = result.logs = result.recirculate = result.queued = _NOTHING
     result.dropped = 0
-    #cy: owned = False
+    #cy: cdef bint owned = False
     if queue is None:
         queue = PIPE._no_queue
     port = item.port
@@ -387,23 +387,20 @@ cdef bytes _join_out(list out, PacketContext ctx):
     cdef Py_ssize_t off = ctx._poff, n = 0, k
     cdef bytes frame
     cdef char* q
-    if type(pdata) is not bytes:
-        out.append(ctx.payload)
-        return b"".join(out)
-    for item in out:
-        if type(item) is not bytes:
-            out.append(ctx.payload)
-            return b"".join(out)
-        n += PyBytes_GET_SIZE(item)
-    k = PyBytes_GET_SIZE(pdata) - off
-    frame = PyBytes_FromStringAndSize(NULL, n + k)
-    q = PyBytes_AS_STRING(frame)
-    for item in out:
-        n = PyBytes_GET_SIZE(item)
-        memcpy(q, PyBytes_AS_STRING(item), n)
-        q += n
-    memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
-    return frame
+    if type(pdata) is bytes and all(type(item) is bytes for item in out):
+        for item in out:
+            n += PyBytes_GET_SIZE(item)
+        k = PyBytes_GET_SIZE(pdata) - off
+        frame = PyBytes_FromStringAndSize(NULL, n + k)
+        q = PyBytes_AS_STRING(frame)
+        for item in out:
+            n = PyBytes_GET_SIZE(item)
+            memcpy(q, PyBytes_AS_STRING(item), n)
+            q += n
+        memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
+        return frame
+    out.append(ctx.payload)
+    return b"".join(out)
 
 
 cdef inline unsigned long long _masked_int(double x, unsigned long long mask):

@@ -11,9 +11,9 @@ cdef class CounterSeries:
     cdef public object marks
 
     @cython.locals(c=PortCounters, pfc=PauseTimers, mask=cython.longlong, horizon=double,
-                   first=bint, prio=int, ecn=object, sig=tuple, seen=dict)
+                   first=bint, prio=int, sig=tuple, seen=dict)
     cpdef sample(self, double now, object ports)
 
 
-@cython.locals(ring=object)
+
 cdef _record(dict rings, object key, tuple row, bint first, double horizon)
