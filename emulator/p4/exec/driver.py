@@ -387,18 +387,21 @@ cdef bytes _join_out(list out, PacketContext ctx):
     cdef Py_ssize_t off = ctx._poff, n = 0, k
     cdef bytes frame
     cdef char* q
-    if type(pdata) is bytes and all(type(item) is bytes for item in out):
+    if type(pdata) is bytes:
         for item in out:
+            if type(item) is not bytes:
+                break
             n += PyBytes_GET_SIZE(item)
-        k = PyBytes_GET_SIZE(pdata) - off
-        frame = PyBytes_FromStringAndSize(NULL, n + k)
-        q = PyBytes_AS_STRING(frame)
-        for item in out:
-            n = PyBytes_GET_SIZE(item)
-            memcpy(q, PyBytes_AS_STRING(item), n)
-            q += n
-        memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
-        return frame
+        else:
+            k = PyBytes_GET_SIZE(pdata) - off
+            frame = PyBytes_FromStringAndSize(NULL, n + k)
+            q = PyBytes_AS_STRING(frame)
+            for item in out:
+                n = PyBytes_GET_SIZE(item)
+                memcpy(q, PyBytes_AS_STRING(item), n)
+                q += n
+            memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
+            return frame
     out.append(ctx.payload)
     return b"".join(out)
 
