@@ -32,7 +32,6 @@ import os
 import platform
 import socket
 import subprocess
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from emulator import cache_dir
+from emulator.network.naming import scratch_dir
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_AGE_S = 7 * 24 * 3600
@@ -158,7 +158,7 @@ def calibration_leaf(payload_bytes: int = 1024) -> Iterator[Leaf]:
         "name": "calibration", "kind": "rail-optimized", "servers": 2, "gpus_per_server": 1,
         "servers_per_leaf": 2, "spines": 1, "host_link": {"rate": "100Gbps", "delay": "1us"},
         "fabric_link": {"rate": "100Gbps", "delay": "1us"}}, "<calibration>"))
-    with tempfile.TemporaryDirectory(prefix="aifabric-cal-") as tmp:
+    with scratch_dir("cal") as tmp:
         fabric = SimFabric(topo, Engine(), workdir=Path(tmp))
         fabric.start()
         try:

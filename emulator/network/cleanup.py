@@ -15,6 +15,10 @@ else that is ours goes:
    (``aifabric-switch`` or ``simple_switch_grpc``) whose ``-i`` arguments
    name such interfaces. See :mod:`.naming` for why these patterns cannot
    match other people's names.
+3. **Scratch folders** in the temporary folder named
+   ``aifabric-<kind>-<pid>-*`` (:func:`.naming.scratch_dir`: a sim rank's,
+   the MPI launcher's, ...) whose process is gone: a run killed before it
+   could remove them.
 
 Mininet's own leftovers are the node shells (``bash ... mininet:<node>``);
 a shell exits when the run's process dies (its pty closes), and the ones
@@ -30,6 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -37,7 +42,9 @@ from typing import Iterable
 from pyroute2 import IPRoute
 
 from emulator.network import netlink
-from emulator.network.naming import run_of_ifname, run_of_netns, run_of_switch_cmdline
+from emulator.network.naming import (
+    owner_of_scratch, run_of_ifname, run_of_netns, run_of_switch_cmdline,
+)
 from emulator.network.process import (
     all_pids, kill_processes, netns_inode, pid_alive, pids_in_netns, proc_cmdline,
     proc_start_time,
@@ -76,8 +83,12 @@ class _RunLeftovers:
 
 
 def clean(record_dir: str = DEFAULT_RECORD_DIR, dry_run: bool = False,
-          run_ids: Iterable[str] | None = None, grace_s: float = 2.0) -> CleanReport:
-    """Remove the leftovers of dead runs (only of ``run_ids`` if given)."""
+          run_ids: Iterable[str] | None = None, grace_s: float = 2.0,
+          scratch_root: str | None = None) -> CleanReport:
+    """Remove the leftovers of dead runs (only of ``run_ids`` if given;
+    scratch folders, which name no run, only without ``run_ids``), looking
+    for scratch folders in ``scratch_root`` (default: the system's temporary
+    folder)."""
     report = CleanReport(dry_run=dry_run)
     wanted = set(run_ids) if run_ids is not None else None
     records, broken = load_records(record_dir)
@@ -101,6 +112,7 @@ def clean(record_dir: str = DEFAULT_RECORD_DIR, dry_run: bool = False,
         _remove_run(found, report, dry_run, grace_s)
     if wanted is None:
         _remove_broken_records(broken, report, dry_run)
+        _remove_dead_scratch(scratch_root or tempfile.gettempdir(), report, dry_run)
     return report
 
 
@@ -237,6 +249,25 @@ def _remove_broken_records(paths: list[str], report: CleanReport, dry_run: bool)
         if not dry_run:
             os.unlink(path)
         report.removed.append(f"unreadable run record {path}")
+
+
+def _remove_dead_scratch(root: str, report: CleanReport, dry_run: bool) -> None:
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return
+    for name in names:
+        pid = owner_of_scratch(name)
+        path = os.path.join(root, name)
+        if pid is None or pid_alive(pid) or not os.path.isdir(path) or os.path.islink(path):
+            continue
+        if not dry_run:
+            try:
+                shutil.rmtree(path)
+            except OSError as exc:
+                report.failed.append(f"scratch folder {path}: {exc.strerror}")
+                continue
+        report.removed.append(f"scratch folder {path} (process {pid} is gone)")
 
 
 def _describe(pid: int, what: str, where: str = "") -> str:

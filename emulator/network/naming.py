@@ -15,6 +15,12 @@ it is reserved by creating the run record with ``O_EXCL`` (see
 - Host NICs keep the topology's names (``srv0-eth0``): they live inside the
   server's namespace and cannot collide.
 
+- Scratch folders of runs without a run record (a sim rank's, the MPI
+  launcher's, a calibration's, a benchmark's) sit in the system's temporary
+  folder as ``aifabric-<kind>-<pid>-<random>``: the pid of the process that
+  made it, so ``aifabric clean`` can remove the ones whose process is gone
+  (killed before it could remove its own).
+
 Because a run id starts with a letter, names built from process ids (as
 other tests on this machine use, ``afx-<pid>-sw``) never match these
 patterns.
@@ -22,9 +28,11 @@ patterns.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import string
+import tempfile
 
 from emulator.network.errors import NetworkError
 
@@ -37,6 +45,8 @@ SWITCH_IFNAME_RE = re.compile(r"^afx([a-z][a-z0-9]{3})s(\d+)p(\d+)$")
 NETNS_RE = re.compile(r"^afx-([a-z][a-z0-9]{3})-([A-Za-z0-9_.-]+)$")
 # "-i 3@afxk3f9s0p3" on a switch command line.
 SWITCH_ARG_RE = re.compile(r"^\d+@afx([a-z][a-z0-9]{3})s\d+p\d+$")
+SCRATCH_KINDS = ("rank", "mpi", "cal", "bench")
+SCRATCH_RE = re.compile(r"^aifabric-(?:" + "|".join(SCRATCH_KINDS) + r")-(\d+)-[a-z0-9_]+$")
 
 
 def new_run_id() -> str:
@@ -90,3 +100,17 @@ def run_of_switch_cmdline(argv: list[str]) -> str | None:
         if found:
             return found.group(1)
     return None
+
+
+def scratch_dir(kind: str) -> "tempfile.TemporaryDirectory[str]":
+    """A scratch folder named after this process (see the module
+    docstring), removed when the ``with`` block ends."""
+    if kind not in SCRATCH_KINDS:
+        raise ValueError(f"scratch kind {kind!r} is not one of {', '.join(SCRATCH_KINDS)}")
+    return tempfile.TemporaryDirectory(prefix=f"aifabric-{kind}-{os.getpid()}-")
+
+
+def owner_of_scratch(name: str) -> int | None:
+    """The pid in a scratch folder's name, or None if not ours."""
+    found = SCRATCH_RE.match(name)
+    return int(found.group(1)) if found else None

@@ -10,9 +10,9 @@ time, algbw and busbw come from the run's results
 from __future__ import annotations
 
 import re
-import tempfile
 from typing import Any, Mapping
 
+from emulator.network.naming import scratch_dir
 from emulator.run.sim import run_sim
 from emulator.scenario.errors import ScenarioError
 from emulator.scenario.loader import scenario_from_dict
@@ -71,7 +71,7 @@ def bench_collective(op: str, size_list: list[int], gpus: str,
     for size in size_list:
         scenario = scenario_from_dict(bench_scenario(op, size, gpus, topology),
                                       "<bench>", base_dir, "sim")
-        with tempfile.TemporaryDirectory(prefix="aifabric-bench-") as out:
+        with scratch_dir("bench") as out:
             result = run_sim(scenario, out, progress=False)
         coll = result["collectives"][0]
         time_s = coll["time_s"]

@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from emulator.network.naming import scratch_dir
 
 RANK_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 STOP_FILE_ENV = "AIFABRIC_STOP_FILE"
@@ -94,7 +95,7 @@ def relaunch(ranks: int, argv: list[str]) -> int:
         raise MpiError("--ranks needs mpi4py: run make setup (it installs "
                        "python3-mpi4py)") from None
     command = mpiexec_command(ranks, argv)
-    with tempfile.TemporaryDirectory(prefix="aifabric-mpi-") as tmp:
+    with scratch_dir("mpi") as tmp:
         stop = Path(tmp) / "stop"
         env = {**os.environ, "PYTHONUNBUFFERED": "1", STOP_FILE_ENV: str(stop)}
         proc = subprocess.Popen(command, env=env, start_new_session=True)

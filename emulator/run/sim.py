@@ -44,16 +44,17 @@ millisecond-long data-centre run gets microsecond bins).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from emulator.network.naming import scratch_dir
 from emulator.p4.exec.pipeline import EXECUTOR_ENV
 from emulator.run.agent_config import agent_servers, build_agent_configs, host_rate_bps
 from emulator.run.captures import (
@@ -174,9 +175,9 @@ def run_sim(scenario: Scenario, out_dir: str | Path, *, progress: bool = True,
         (out / "scenario.json").write_text(json.dumps(
             {**scenario.to_dict(), "flows": [f.to_dict() for f in flows]}, indent=1,
             default=str))
-    with tempfile.TemporaryDirectory(prefix="aifabric-rank-") as scratch:
-        # rank 0 builds into the run's folder, the others beside it
-        base = out if lead else Path(scratch)
+    # rank 0 builds into the run's folder, the others in a scratch folder
+    with contextlib.nullcontext(None) if lead else scratch_dir("rank") as scratch:
+        base = out if scratch is None else Path(scratch)
         share, plans, qps, timings = _run_share(scenario, flows, engine, ranks, base, progress,
                                                 say, observer, p4_executor(executor),
                                                 strict=executor == "cython")

@@ -111,3 +111,41 @@ def test_clean_leaves_a_live_run_alone(tmp_path):
     report = clean(str(tmp_path), run_ids=["q7zy"])
     assert report.removed == [] and report.live_runs == [f"q7zy (pid {os.getpid()})"]
     assert record.path.exists()
+
+
+def test_clean_removes_scratch_folders_whose_process_is_gone(tmp_path):
+    """A sim rank (or the MPI launcher) killed before its ``with`` ended
+    leaves ``aifabric-<kind>-<pid>-*``: clean removes it once the pid is
+    gone, never a live process's, nor anything else in the folder."""
+    from emulator.network.naming import owner_of_scratch, scratch_dir
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    records, scratch = tmp_path / "records", tmp_path / "tmp"
+    records.mkdir()
+    scratch.mkdir()
+    dead = scratch / f"aifabric-rank-{gone.pid}-k2x_9abc"
+    (dead / "fabric").mkdir(parents=True)
+    (dead / "fabric" / "s0.pcap").write_bytes(b"\0" * 24)
+    live = scratch / f"aifabric-mpi-{os.getpid()}-q1w2e3r4"
+    live.mkdir()
+    others = [scratch / f"aifabric-view-{gone.pid}-abc", scratch / f"aifabric-rank-{gone.pid}",
+              scratch / "aifabric-rank-x-abc"]
+    for path in others:
+        path.mkdir()
+    (scratch / f"aifabric-cal-{gone.pid}-file1").write_text("a file, not a folder")
+    def scratch_lines(lines):  # (a whole clean: other runs' leftovers are not this test's)
+        return [line for line in lines if "scratch folder" in line]
+    dry = clean(str(records), dry_run=True, scratch_root=str(scratch))
+    assert scratch_lines(dry.removed) == [f"scratch folder {dead} (process {gone.pid} is gone)"]
+    assert dead.exists()
+    report = clean(str(records), scratch_root=str(scratch))
+    assert scratch_lines(report.removed) == scratch_lines(dry.removed)
+    assert scratch_lines(report.failed) == []
+    assert not dead.exists() and live.exists() and all(path.exists() for path in others)
+    with scratch_dir("rank") as made:  # what the runs make is what clean knows
+        assert os.path.basename(made).startswith(f"aifabric-rank-{os.getpid()}-")
+        assert owner_of_scratch(os.path.basename(made)) == os.getpid()
+    assert not os.path.exists(made)
+    with pytest.raises(ValueError, match="not one of rank, mpi, cal, bench"):
+        scratch_dir("view")
