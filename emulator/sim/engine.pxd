@@ -12,14 +12,14 @@ cdef class SimClock:
 cdef class Component:
     cdef public double wake_at
     cdef public object name
-    cdef public object order
+    cdef public unsigned long long order
     cpdef double next_time(self) except? -1.0
     cpdef wake(self, double now)
 
 
 cdef class Landing:
     cdef public Component peer_node
-    cdef public object order
+    cdef public unsigned long long order
     cdef public long long sent
     cpdef land(self, object item, double now)
 

@@ -45,12 +45,14 @@ INF = math.inf
 MAX_SAME_TIME_WAKEUPS = 100_000
 
 _WAKE, _DELIVER, _CALL = 0, 1, 2
-# The order key of an event (see the module docstring): kind, then the key of
-# what it belongs to, then a count within that key.
-_SPAN = 1 << 40
-_CALL_BASE = 0
-_DELIVER_BASE = 1 << 80
-_WAKE_BASE = 2 << 80
+# The order key of an event (see the module docstring), two 64-bit words the
+# heap compares in turn: the major word is the kind (calls, deliveries,
+# wake-ups: bits 60 and 61) and the key of what it belongs to (below 2^60);
+# the minor word a count within that key.
+KEY_LIMIT = 1 << 60
+_CALL_MAJOR = 0
+_DELIVER_MAJOR = 1 << 60
+_WAKE_MAJOR = 2 << 60
 # Calls made without a key get keys from here on, after every named one.
 CALL_KEYS_UNNAMED = 1 << 30
 
@@ -85,7 +87,7 @@ class Component:
     def __init__(self, name: str, key: int = 0) -> None:
         self.name = name
         self.wake_at = INF  # the time of this component's live heap entry
-        self.order = _WAKE_BASE + key
+        self.order = _WAKE_MAJOR + check_key(key)
 
     def next_time(self) -> float:
         raise NotImplementedError
@@ -97,18 +99,25 @@ class Component:
 class Landing:
     """What the engine delivers to (a link's end, :mod:`.links`):
     ``land(item, now)``; then ``peer_node``, the component that received,
-    is rescheduled. ``order`` and ``sent`` order deliveries at one instant
+    is rescheduled. ``key`` and ``sent`` order deliveries at one instant
     (:meth:`Engine.deliver`)."""
 
     __slots__ = ("peer_node", "order", "sent")
 
-    def __init__(self, order: int = _DELIVER_BASE) -> None:
+    def __init__(self, key: int = 0) -> None:
         self.peer_node: Component | None = None
-        self.order = order
+        self.order = _DELIVER_MAJOR + check_key(key)
         self.sent = 0
 
     def land(self, item: Any, now: float) -> None:
         raise NotImplementedError
+
+
+def check_key(key: int) -> int:
+    """``key`` if it can order events (0 .. 2^60 - 1), else ValueError."""
+    if not 0 <= key < KEY_LIMIT:
+        raise ValueError(f"event key {key!r} is not in 0 .. 2^60 - 1")
+    return key
 
 
 class SimError(RuntimeError):
@@ -120,9 +129,9 @@ class Engine:
 
     def __init__(self, clock: SimClock | None = None) -> None:
         self.clock = clock or SimClock()
-        # (time, order, kind, target, arg): order as the module docstring
-        # says; the heap breaks ties between objects that share a key in the
-        # order they were pushed.
+        # (time, major, minor, kind, target, arg): the order words as the
+        # module docstring says; the heap breaks ties between objects that
+        # share a key in the order they were pushed.
         self._heap = EventHeap()
         self._calls = 0          # keys of calls made without one
         self.events = 0          # heap entries run (stale wake-ups not counted)
@@ -140,19 +149,19 @@ class Engine:
             if t < now:
                 t = now
             component.wake_at = t
-            self._heap.push(t, component.order, _WAKE, component, None)
+            self._heap.push(t, component.order, 0, _WAKE, component, None)
 
     def deliver(self, when: float, end: Any, item: Any) -> None:
         """At ``when``, call ``end.land(item, when)``, then reschedule
-        ``end.peer_node`` (the component that received). ``end.order`` and
+        ``end.peer_node`` (the component that received). ``end``'s key and
         ``end.sent`` (the frames that end has sent, this one included) order
         it among deliveries at the same instant."""
-        self._heap.push(when, end.order + end.sent, _DELIVER, end, item)
+        self._heap.push(when, end.order, end.sent, _DELIVER, end, item)
 
     def deliver_numbered(self, when: float, end: Any, item: Any, sent: int) -> None:
         """:meth:`deliver` for a frame another engine's copy of ``end`` sent
         as its ``sent``-th (a frame that crossed MPI ranks)."""
-        self._heap.push(when, end.order + sent, _DELIVER, end, item)
+        self._heap.push(when, end.order, sent, _DELIVER, end, item)
 
     def call_at(self, when: float, fn: Callable[[float], None], *, key: int | None = None,
                 count: int = 0) -> None:
@@ -162,8 +171,8 @@ class Engine:
         now = self.clock.now
         if key is None:
             key = self._new_call_key()
-        self._heap.push(when if when > now else now, _CALL_BASE + key * _SPAN + count, _CALL, fn,
-                        None)
+        self._heap.push(when if when > now else now, _CALL_MAJOR + check_key(key), count, _CALL,
+                        fn, None)
 
     def every(self, period_s: float, fn: Callable[[float], bool | None], *,
               start: float | None = None, key: int | None = None) -> None:
@@ -214,10 +223,11 @@ class Engine:
         countdown = progress_every
         try:
             while True:
-                due = heap.pop_due(until)
-                if due is None:
+                target = heap.pop_due(until)
+                if target is None:
                     break
-                t, kind, target, arg = due
+                t = heap.t
+                kind = heap.kind
                 if kind == _WAKE:
                     component = target
                     if component.wake_at != t:
@@ -229,7 +239,7 @@ class Engine:
                 elif kind == _DELIVER:
                     clock.now = t
                     end = target
-                    end.land(arg, t)
+                    end.land(heap.arg, t)
                     self.deliveries += 1
                     self.schedule(end.peer_node)
                 else:

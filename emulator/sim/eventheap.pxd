@@ -3,8 +3,8 @@ from cpython.ref cimport PyObject
 
 cdef struct Slot:
     double t
-    unsigned long long hi
-    unsigned long long lo
+    unsigned long long major
+    unsigned long long minor
     unsigned long long seq
     long kind
     PyObject* target
@@ -15,8 +15,12 @@ cdef class EventHeap:
     cdef Slot* slots
     cdef Py_ssize_t n
     cdef Py_ssize_t cap
-    cdef unsigned long long seq
+    cdef unsigned long long _seq
+    cdef public double t
+    cdef public long kind
+    cdef public object arg
 
-    cpdef push(self, double t, object order, long kind, object target, object arg)
+    cpdef push(self, double t, unsigned long long major, unsigned long long minor, long kind,
+               object target, object arg)
     cpdef object pop_due(self, double until)
     cpdef double peek_time(self)

@@ -33,7 +33,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.sim.engine import _DELIVER_BASE, _SPAN, INF, Component, Engine, Landing, SimClock
+from emulator.sim.engine import INF, Component, Engine, Landing, SimClock
 from emulator.targets.builtin.pcap import PcapWriter
 
 Receive = Callable[[bytes, float], None]
@@ -157,7 +157,7 @@ class _End(Landing):
     __slots__ = ("name", "link", "engine", "peer_receive", "pcap", "key", "delay_s")
 
     def __init__(self, name: str, link: "Link", engine: Engine, key: int = 0) -> None:
-        super().__init__(_DELIVER_BASE + key * _SPAN)
+        super().__init__(key)
         self.name = name
         self.link = link
         self.engine = engine
