@@ -129,7 +129,7 @@ class Engine:
 
     def __init__(self, clock: SimClock | None = None) -> None:
         self.clock = clock or SimClock()
-        # (time, major, minor, kind, target, arg): the order words as the
+        # (time, major, minor, kind, target, arg, None): the order words as the
         # module docstring says; the heap breaks ties between objects that
         # share a key in the order they were pushed.
         self._heap = EventHeap()
@@ -149,19 +149,19 @@ class Engine:
             if t < now:
                 t = now
             component.wake_at = t
-            self._heap.push(t, component.order, 0, _WAKE, component, None)
+            self._heap.push(t, component.order, 0, _WAKE, component, None, None)
 
     def deliver(self, when: float, end: Any, item: Any) -> None:
         """At ``when``, call ``end.land(item, when)``, then reschedule
         ``end.peer_node`` (the component that received). ``end``'s key and
         ``end.sent`` (the frames that end has sent, this one included) order
         it among deliveries at the same instant."""
-        self._heap.push(when, end.order, end.sent, _DELIVER, end, item)
+        self._heap.push(when, end.order, end.sent, _DELIVER, end, item, None)
 
     def deliver_numbered(self, when: float, end: Any, item: Any, sent: int) -> None:
         """:meth:`deliver` for a frame another engine's copy of ``end`` sent
         as its ``sent``-th (a frame that crossed MPI ranks)."""
-        self._heap.push(when, end.order, sent, _DELIVER, end, item)
+        self._heap.push(when, end.order, sent, _DELIVER, end, item, None)
 
     def call_at(self, when: float, fn: Callable[[float], None], *, key: int | None = None,
                 count: int = 0) -> None:
@@ -172,7 +172,7 @@ class Engine:
         if key is None:
             key = self._new_call_key()
         self._heap.push(when if when > now else now, _CALL_MAJOR + check_key(key), count, _CALL,
-                        fn, None)
+                        fn, None, None)
 
     def every(self, period_s: float, fn: Callable[[float], bool | None], *,
               start: float | None = None, key: int | None = None) -> None:

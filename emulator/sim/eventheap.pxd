@@ -1,4 +1,5 @@
-# The C struct heap of eventheap.pyx (see eventheap.py), for engine.pxd to cimport.
+# The C struct heap of eventheap.pyx (see eventheap.py), for engine.pxd and
+# dataplane.pxd to cimport.
 from cpython.ref cimport PyObject
 
 cdef struct Slot:
@@ -9,6 +10,7 @@ cdef struct Slot:
     long kind
     PyObject* target
     PyObject* arg
+    PyObject* arg2
 
 
 cdef class EventHeap:
@@ -18,9 +20,9 @@ cdef class EventHeap:
     cdef unsigned long long _seq
     cdef public double t
     cdef public long kind
-    cdef public object arg
+    cdef public object arg, arg2
 
     cpdef push(self, double t, unsigned long long major, unsigned long long minor, long kind,
-               object target, object arg)
+               object target, object arg, object arg2)
     cpdef object pop_due(self, double until)
     cpdef double peek_time(self)

@@ -1,6 +1,7 @@
-"""The engine's event heap (see eventheap.py, the reference this does the
-same as) on an array of C structs: entries compare by a double and three
-64-bit words, with no Python object touched until one is popped."""
+"""The heap of timed events (see eventheap.py, the reference this does the
+same as) on an array of C structs of 64 bytes: entries compare by a double
+and three 64-bit words, with no Python object touched until one is
+popped."""
 
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdlib cimport free, malloc, realloc
@@ -36,13 +37,14 @@ cdef class EventHeap:
             for i in range(self.n):
                 Py_XDECREF(self.slots[i].target)
                 Py_XDECREF(self.slots[i].arg)
+                Py_XDECREF(self.slots[i].arg2)
             free(self.slots)
 
     def __len__(self):
         return self.n
 
     cpdef push(self, double t, unsigned long long major, unsigned long long minor, long kind,
-               object target, object arg):
+               object target, object arg, object arg2):
         cdef Slot s
         cdef Slot* grown
         cdef Py_ssize_t i, parent
@@ -60,8 +62,10 @@ cdef class EventHeap:
         s.kind = kind
         Py_INCREF(target)
         Py_INCREF(arg)
+        Py_INCREF(arg2)
         s.target = <PyObject*>target
         s.arg = <PyObject*>arg
+        s.arg2 = <PyObject*>arg2
         i = self.n
         self.n += 1
         while i > 0:
@@ -99,9 +103,11 @@ cdef class EventHeap:
         self.t = top.t
         self.kind = top.kind
         self.arg = <object>top.arg
+        self.arg2 = <object>top.arg2
         target = <object>top.target
-        Py_XDECREF(top.target)  # the references the slot held go to target and self.arg
+        Py_XDECREF(top.target)  # the references the slot held go to target and the attributes
         Py_XDECREF(top.arg)
+        Py_XDECREF(top.arg2)
         return target
 
     cpdef double peek_time(self):

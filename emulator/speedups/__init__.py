@@ -30,15 +30,16 @@ from pathlib import Path
 from typing import Sequence
 
 # Modules in import order (a module's .pxd may cimport only those before it).
-GROUP = ("emulator.targets.builtin.ports", "emulator.targets.builtin.pfc",
-         "emulator.targets.builtin.mmu", "emulator.targets.builtin.counter_series",
-         "emulator.targets.builtin.tm", "emulator.p4.exec.results",
-         "emulator.targets.builtin.dataplane", "emulator.traffic.agent.timers",
+GROUP = ("emulator.sim.eventheap", "emulator.targets.builtin.ports",
+         "emulator.targets.builtin.pfc", "emulator.targets.builtin.mmu",
+         "emulator.targets.builtin.counter_series", "emulator.targets.builtin.tm",
+         "emulator.p4.exec.results", "emulator.targets.builtin.dataplane",
+         "emulator.traffic.agent.timers",
          "emulator.traffic.agent.pacing", "emulator.traffic.agent.stats",
          "emulator.traffic.agent.frames", "emulator.traffic.agent.pfc",
          "emulator.traffic.agent.dcqcn", "emulator.traffic.agent.qp",
          "emulator.traffic.agent.nic", "emulator.traffic.agent.agent",
-         "emulator.sim.eventheap", "emulator.sim.engine", "emulator.sim.links")
+         "emulator.sim.engine", "emulator.sim.links")
 ENV = "AIFABRIC_SPEEDUPS"
 # Cython's directives for the group (part of the key). Annotations do not
 # type anything: only the .pxd files do, so the .py files keep Python's

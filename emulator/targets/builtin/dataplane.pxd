@@ -2,6 +2,7 @@
 cimport cython
 
 from emulator.p4.exec.results cimport EgressItem, Output, ProcessResult, QueueInfo
+from emulator.sim.eventheap cimport EventHeap
 from emulator.targets.builtin.mmu cimport PgAccount, SwitchBuffer
 from emulator.targets.builtin.pfc cimport PauseTimers
 from emulator.targets.builtin.ports cimport PortCounters
@@ -30,8 +31,8 @@ cdef class DataPlane:
     cdef public dict ports
     cdef public dict drops
     cdef public long long digests, errors
-    cdef public list _timers
-    cdef public object _seq, _recirc
+    cdef public EventHeap _timers
+    cdef public object _recirc
     cdef public SwitchBuffer buffer
     cdef public object series, behind
     cdef public QueueInfo _idle_queue
@@ -63,5 +64,5 @@ cdef class DataPlane:
     cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
     cpdef _push(self, double when, int kind, PortState ps, object a, object b)
     cpdef object next_deadline(self)
-    @cython.locals(timers=list, when=double, kind=int, ps=PortState, acc=PgAccount)
+    @cython.locals(timers=EventHeap, when=double, kind=int, ps=PortState, acc=PgAccount)
     cpdef run_due(self, object now=*)

@@ -63,18 +63,17 @@ packet. Both are counted as ``pfc_tx`` when sent; received ones as
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import os
 import time
 from collections import deque
-from heapq import heappop, heappush
 from typing import Any, Callable, Iterable
 
 from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
 from emulator.p4.exec.pipeline import NORMAL, V1ModelPipeline
 from emulator.p4.exec.results import ProcessResult, QueueInfo
+from emulator.sim.eventheap import EventHeap
 from emulator.targets.builtin.config import PortConfig
 from emulator.targets.builtin.errors import PortConfigError, SwitchError, UnknownPortError
 from emulator.targets.builtin.mmu import (
@@ -169,8 +168,9 @@ class DataPlane:
         self.digest_handler: Callable[[str, object], None] | None = None
         self.digests = 0
         self.errors = 0
-        self._timers: list[tuple[float, int, int, PortState, Any, Any]] = []
-        self._seq = itertools.count()
+        # Timers (:mod:`emulator.sim.eventheap`): (when, 0, 0, kind, port
+        # state, a, b); equal times run in the order they were scheduled.
+        self._timers = EventHeap()
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()
         self.buffer = SwitchBuffer()  # the shared pool (see :mod:`.mmu`)
         self.series = QueueSeries()   # queue-depth time series (see :class:`QueueSeries`)
@@ -283,8 +283,7 @@ class DataPlane:
                 free_at = start
             ps.rx_free_at = free_at
             ps.arriving += 1
-            heappush(self._timers, (free_at + ps.delay_s, next(self._seq), ARRIVE, ps, frame,
-                                    None))
+            self._timers.push(free_at + ps.delay_s, 0, 0, ARRIVE, ps, frame, None)
             return
         if n > 13 and frame[12] == 0x88 and frame[13] == 0x08 \
                 and self._mac_control(ps, frame, now) \
@@ -504,7 +503,7 @@ class DataPlane:
         ps.free_at = end
         if end > now:
             ps.busy = True
-            heappush(self._timers, (end, next(self._seq), TX_DONE, ps, qc, frame))
+            self._timers.push(end, 0, 0, TX_DONE, ps, qc, frame)
         elif ps.wait_s:
             self._push(end + ps.wait_s, DELIVER, ps, qc, frame)
         else:
@@ -562,18 +561,18 @@ class DataPlane:
 
     # ---- timers -----------------------------------------------------------------------
     def _push(self, when: float, kind: int, ps: PortState, a: Any, b: Any) -> None:
-        heappush(self._timers, (when, next(self._seq), kind, ps, a, b))
+        self._timers.push(when, 0, 0, kind, ps, a, b)
 
     def next_deadline(self) -> float | None:
         """When :meth:`run_due` next has work (-inf: now), None: nothing planned."""
         if self._recirc:
             return -math.inf
-        return self._timers[0][0] if self._timers else None
+        t = self._timers.peek_time()
+        return None if t == math.inf else t  # (a timer at inf never runs)
 
     def due(self, now: float) -> bool:
         """Whether :meth:`run_due` has work at ``now``."""
-        timers = self._timers
-        return bool(self._recirc) or (bool(timers) and timers[0][0] <= now)
+        return bool(self._recirc) or self._timers.peek_time() <= now
 
     def run_due(self, now: float | None = None) -> None:
         """Run every timer due at ``now`` in time order, then the
@@ -581,10 +580,14 @@ class DataPlane:
         if now is None:
             now = self.clock()
         timers = self._timers
-        # Entries: (when, seq, kind, port state, a, b); seq is unique, so
-        # equal times run in the order they were scheduled.
-        while timers and timers[0][0] <= now:
-            when, _seq, kind, ps, a, b = heappop(timers)
+        while True:
+            ps = timers.pop_due(now)
+            if ps is None:
+                break
+            when = timers.t
+            kind = timers.kind
+            a = timers.arg
+            b = timers.arg2
             if kind == DELIVER:
                 self._transmit(ps, a, b, when)
             elif kind == TX_DONE:
@@ -593,7 +596,7 @@ class DataPlane:
                     # Through the timer heap even when already due: a loop
                     # running later than the delay must not send this frame
                     # ahead of earlier ones still propagating (FIFO per port).
-                    heappush(timers, (when + ps.wait_s, next(self._seq), DELIVER, ps, a, b))
+                    timers.push(when + ps.wait_s, 0, 0, DELIVER, ps, a, b)
                 else:
                     self._transmit(ps, a, b, when)
                 if ps.tm.nonempty or ps.ctrl:

@@ -56,7 +56,7 @@ def _drive(module: ModuleType, seed: int) -> list[tuple]:  # type: ignore[type-a
                                         rng.randrange(1 << 64), (1 << 64) - 1])
                             for _ in range(2))
             pushed += 1
-            heap.push(t, major, minor, rng.randrange(3), ("target", pushed), pushed)
+            heap.push(t, major, minor, rng.randrange(3), ("target", pushed), pushed, -pushed)
         else:
             popped.append(_pop(heap, rng.choice([0.0, 1e-6, 5e-4, float("inf")])))
         assert len(heap) == pushed - sum(1 for p in popped if p is not None)
@@ -68,7 +68,7 @@ def _drive(module: ModuleType, seed: int) -> list[tuple]:  # type: ignore[type-a
 
 def _pop(heap, until: float) -> tuple | None:  # type: ignore[no-untyped-def, type-arg]
     target = heap.pop_due(until)
-    return None if target is None else (heap.t, heap.kind, target, heap.arg)
+    return None if target is None else (heap.t, heap.kind, target, heap.arg, heap.arg2)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -83,10 +83,10 @@ def test_an_order_word_outside_64_bits_is_refused(which: str) -> None:
     heap = (_compiled() if which == "compiled" else _reference()).EventHeap()
     for word in (-1, 1 << 64):
         with pytest.raises(OverflowError):
-            heap.push(0.0, word, 0, 0, None, None)
+            heap.push(0.0, word, 0, 0, None, None, None)
         with pytest.raises(OverflowError):
-            heap.push(0.0, 0, word, 0, None, None)
-    heap.push(0.0, (1 << 64) - 1, (1 << 64) - 1, 0, None, None)  # the largest order there is
+            heap.push(0.0, 0, word, 0, None, None, None)
+    heap.push(0.0, (1 << 64) - 1, (1 << 64) - 1, 0, None, None, None)  # the largest order there is
     assert len(heap) == 1
 
 
@@ -95,13 +95,14 @@ def test_objects_in_the_heap_are_released_with_it() -> None:
     held = object()
     before = sys.getrefcount(held)
     for i in range(3000):  # grows past its first array
-        heap.push(float(i), i, 0, 0, held, held)
-    assert sys.getrefcount(held) == before + 6000
+        heap.push(float(i), i, 0, 0, held, held, held)
+    assert sys.getrefcount(held) == before + 9000
     target = heap.pop_due(10.0)
-    assert (heap.t, heap.kind, target is held, heap.arg is held) == (0.0, 0, True, True)
+    assert (heap.t, heap.kind, target is held, heap.arg is held, heap.arg2 is held) == \
+        (0.0, 0, True, True, True)
     del target
-    assert sys.getrefcount(held) == before + 5999  # (the last popped arg: heap.arg)
-    heap.pop_due(10.0)  # (its target dropped at once, its arg now heap.arg)
-    assert sys.getrefcount(held) == before + 5997
+    assert sys.getrefcount(held) == before + 8999  # (the last popped args: heap.arg, .arg2)
+    heap.pop_due(10.0)  # (its target dropped at once, its args now heap.arg and .arg2)
+    assert sys.getrefcount(held) == before + 8996
     del heap
     assert sys.getrefcount(held) == before
