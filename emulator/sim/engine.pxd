@@ -21,7 +21,7 @@ cdef class Landing:
     cdef public Component peer_node
     cdef public unsigned long long order
     cdef public long long sent
-    cpdef land(self, object item, double now)
+    cpdef land(self, object item, object tag, double now)
 
 
 cdef class Engine:
@@ -35,7 +35,7 @@ cdef class Engine:
 
     @cython.locals(t=double, now=double)
     cpdef schedule(self, Component component)
-    cpdef deliver(self, double when, Landing end, object item)
+    cpdef deliver(self, double when, Landing end, object item, object tag)
     @cython.locals(clock=SimClock, heap=EventHeap, t=double, kind=int, events=cython.longlong,
                    same_time=cython.longlong, last_t=double, countdown=cython.longlong, wall=double,
                    cpu=double, component=Component, end=Landing)

@@ -98,7 +98,7 @@ class Component:
 
 class Landing:
     """What the engine delivers to (a link's end, :mod:`.links`):
-    ``land(item, now)``; then ``peer_node``, the component that received,
+    ``land(item, tag, now)``; then ``peer_node``, the component that received,
     is rescheduled. ``key`` and ``sent`` order deliveries at one instant
     (:meth:`Engine.deliver`)."""
 
@@ -109,7 +109,7 @@ class Landing:
         self.order = _DELIVER_MAJOR + check_key(key)
         self.sent = 0
 
-    def land(self, item: Any, now: float) -> None:
+    def land(self, item: Any, tag: Any, now: float) -> None:
         raise NotImplementedError
 
 
@@ -151,17 +151,18 @@ class Engine:
             component.wake_at = t
             self._heap.push(t, component.order, 0, _WAKE, component, None, None)
 
-    def deliver(self, when: float, end: Any, item: Any) -> None:
-        """At ``when``, call ``end.land(item, when)``, then reschedule
+    def deliver(self, when: float, end: Any, item: Any, tag: Any) -> None:
+        """At ``when``, call ``end.land(item, tag, when)`` (``tag``: what the
+        sender says of the item, a link's epoch), then reschedule
         ``end.peer_node`` (the component that received). ``end``'s key and
         ``end.sent`` (the frames that end has sent, this one included) order
         it among deliveries at the same instant."""
-        self._heap.push(when, end.order, end.sent, _DELIVER, end, item, None)
+        self._heap.push(when, end.order, end.sent, _DELIVER, end, item, tag)
 
-    def deliver_numbered(self, when: float, end: Any, item: Any, sent: int) -> None:
+    def deliver_numbered(self, when: float, end: Any, item: Any, tag: Any, sent: int) -> None:
         """:meth:`deliver` for a frame another engine's copy of ``end`` sent
         as its ``sent``-th (a frame that crossed MPI ranks)."""
-        self._heap.push(when, end.order, sent, _DELIVER, end, item, None)
+        self._heap.push(when, end.order, sent, _DELIVER, end, item, tag)
 
     def call_at(self, when: float, fn: Callable[[float], None], *, key: int | None = None,
                 count: int = 0) -> None:
@@ -239,7 +240,7 @@ class Engine:
                 elif kind == _DELIVER:
                     clock.now = t
                     end = target
-                    end.land(heap.arg, t)
+                    end.land(heap.arg, heap.arg2, t)
                     self.deliveries += 1
                     self.schedule(end.peer_node)
                 else:

@@ -40,7 +40,7 @@ cdef class _End(Landing):
     cdef public double delay_s
 
     @cython.locals(switch=SwitchReceive)
-    cpdef land(self, object item, double now)
+    cpdef land(self, object frame, object epoch, double now)
 
 
 cdef class PortEnd(_End):

@@ -176,9 +176,9 @@ class _End(Landing):
         if self.pcap is not None:
             self.pcap.close()
 
-    def land(self, item: tuple[int, bytes], now: float) -> None:
-        """The engine's delivery: the frame reached the far end at ``now``."""
-        epoch, frame = item
+    def land(self, frame: bytes, epoch: int, now: float) -> None:
+        """The engine's delivery: ``frame``, sent in the link's ``epoch``,
+        reached the far end at ``now``."""
         if epoch != self.link.epoch:  # the link went down while the frame was on it
             self.link.lost_in_flight += 1
             return
@@ -202,7 +202,7 @@ class PortEnd(_End):
             return False
         self.sent += 1
         engine = self.engine
-        engine.deliver(engine.clock.now + self.delay_s, self, (link.epoch, frame))
+        engine.deliver(engine.clock.now + self.delay_s, self, frame, link.epoch)
         return True
 
 
@@ -235,7 +235,7 @@ class NicEnd(_End):
             self.queued_s += start - now
         end = self.free_at = start + (n + self.overhead_bytes) * self.s_per_byte
         self.sent += 1
-        self.engine.deliver(end + self.delay_s, self, (self.link.epoch, frame))
+        self.engine.deliver(end + self.delay_s, self, frame, self.link.epoch)
         return True
 
     def capture(self, path: Path, clock: SimClock) -> None:

@@ -49,7 +49,7 @@ class RankError(SimError):
 
 class Outbox(Engine):
     """What this rank's link ends send to one other rank until the next
-    exchange: ``(time, end key, frames that end has sent, item)``. It stands
+    exchange: ``(time, end key, frames that end has sent, item, tag)``. It stands
     in for the engine of those ends: an :class:`Engine` (a link end's type
     says so, compiled) of which only ``clock`` and ``deliver`` are used."""
 
@@ -58,10 +58,10 @@ class Outbox(Engine):
     def __init__(self, rank: int, clock: Any) -> None:
         super().__init__(clock)
         self.rank = rank
-        self.frames: list[tuple[float, int, int, Any]] = []
+        self.frames: list[tuple[float, int, int, Any, Any]] = []
 
-    def deliver(self, when: float, end: Any, item: Any) -> None:
-        self.frames.append((when, end.key, end.sent, item))
+    def deliver(self, when: float, end: Any, item: Any, tag: Any) -> None:
+        self.frames.append((when, end.key, end.sent, item, tag))
 
 
 @dataclass
@@ -114,8 +114,8 @@ def run_windows(engine: Engine, comm: Any, until: float, lookahead_s: float,
                     stats.sent_frames += len(box.frames)
                     box.frames = []
             for frames in comm.alltoall(send):
-                for when, key, sent, item in frames:
-                    engine.deliver_numbered(when, ends_by_key[key], item, sent)
+                for when, key, sent, item, tag in frames:
+                    engine.deliver_numbered(when, ends_by_key[key], item, tag, sent)
             mine = engine.next_event_time()
             if failure is not None:
                 mine = _FAILED

@@ -33,6 +33,7 @@ from typing import Sequence
 GROUP = ("emulator.sim.eventheap", "emulator.targets.builtin.ports",
          "emulator.targets.builtin.pfc", "emulator.targets.builtin.mmu",
          "emulator.targets.builtin.counter_series", "emulator.targets.builtin.tm",
+         "emulator.targets.builtin.tally",
          "emulator.p4.exec.results", "emulator.targets.builtin.dataplane",
          "emulator.traffic.agent.timers",
          "emulator.traffic.agent.pacing", "emulator.traffic.agent.stats",

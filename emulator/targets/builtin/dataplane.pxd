@@ -6,6 +6,7 @@ from emulator.sim.eventheap cimport EventHeap
 from emulator.targets.builtin.mmu cimport PgAccount, SwitchBuffer
 from emulator.targets.builtin.pfc cimport PauseTimers
 from emulator.targets.builtin.ports cimport PortCounters
+from emulator.targets.builtin.tally cimport LatenessTally
 from emulator.targets.builtin.tm cimport PortQueues, QueueCounters
 
 
@@ -18,7 +19,8 @@ cdef class PortState:
     cdef public double free_at, delay_s, wait_s, given_up_s, rx_free_at
     cdef public object rate_bps, overhead, frame_us, rx_link, pfc_src
     cdef public long long pfc_enabled, given_up_events, arriving
-    cdef public object pcap_in, pcap_out, lateness, ctrl
+    cdef public object pcap_in, pcap_out, ctrl
+    cdef public LatenessTally lateness
     cdef public PgAccount pg
     cdef public QueueCounters ctrl_qc
     cdef public QueueInfo queue_info
@@ -59,8 +61,8 @@ cdef class DataPlane:
                  double t, double now, PortState src)
     @cython.locals(start=double, lag=double, end=double, rate=double, nbits=cython.longlong)
     cpdef _wire(self, PortState ps, QueueCounters qc, object frame, double t, double now)
-    @cython.locals(now=double, late_s=double, counts=dict, row=list, counters=PortCounters,
-                   n=Py_ssize_t)
+    @cython.locals(now=double, late_s=double, late_us=cython.longlong, counts=dict, row=list,
+                   counters=PortCounters, n=Py_ssize_t)
     cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
     cpdef _push(self, double when, int kind, PortState ps, object a, object b)
     cpdef object next_deadline(self)

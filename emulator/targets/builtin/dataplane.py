@@ -513,9 +513,13 @@ class DataPlane:
         if ps.rate_bps:
             now = self.clock()
             late_s = now - due
-            late_us = int(late_s * 1e6) if late_s > 0 else 0
-            counts = ps.lateness.counts
-            counts[late_us] = counts.get(late_us, 0) + 1
+            if late_s > 0:
+                late_us = int(late_s * 1e6)
+                counts = ps.lateness.counts
+                counts[late_us] = counts.get(late_us, 0) + 1
+            else:
+                late_us = 0
+                ps.lateness.on_time += 1
             if int(now * self._behind_scale) == self._behind_bin:
                 # BehindSeries.event on the bin the previous departure went to
                 row = self._behind_row

@@ -1,5 +1,6 @@
-"""Lateness counted on the hot path: one dictionary addition an event, read
-as a :class:`~emulator.fidelity.LatenessHistogram`.
+"""Lateness counted on the hot path: one dictionary addition an event (one
+integer addition for an event on time), read as a
+:class:`~emulator.fidelity.LatenessHistogram`.
 
 A live switch measures every departure against when it was due and every
 received frame's wait in the socket: two events a frame. Recording into a
@@ -8,7 +9,9 @@ time in Python; :class:`LatenessTally` only counts events per whole
 microsecond (``counts``: µs -> events) and folds them into the histogram
 when it is read (:meth:`~LatenessTally.histogram`, and what reads through
 it). The histogram it gives is the one recording each event would have
-built: same buckets, count, sum and max.
+built: same buckets, count, sum and max. Events on time (0 µs late, all of
+them on the virtual clock) are only counted (``on_time``), added to
+``counts[0]`` when read. Built by :mod:`emulator.speedups` (tally.pxd).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ class LatenessTally:
     readers' side of :class:`~emulator.fidelity.LatenessHistogram`
     (``count``, ``max_us``, ``to_dict``, ``reset``) goes through it."""
 
-    __slots__ = ("counts", "_histogram")
+    __slots__ = ("counts", "on_time", "_histogram")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}  # the hot path adds here (kept, never rebound)
+        self.on_time = 0                  # events 0 µs late not yet in counts
         self._histogram = LatenessHistogram()
 
     def record_s(self, late_s: float) -> int:
@@ -40,6 +44,9 @@ class LatenessTally:
     def histogram(self) -> LatenessHistogram:
         """Every event so far, as a histogram."""
         counts = self.counts
+        if self.on_time:
+            counts[0] = counts.get(0, 0) + self.on_time
+            self.on_time = 0
         if counts:
             buckets: dict[int, int] = {}
             total = sum_us = 0
@@ -66,4 +73,5 @@ class LatenessTally:
 
     def reset(self) -> None:
         self.counts.clear()
+        self.on_time = 0
         self._histogram.reset()
