@@ -241,6 +241,8 @@ class Engine:
                     clock.now = t
                     end = target
                     end.land(heap.arg, heap.arg2, t)
+                    heap.arg = None  # (the frame: whoever took it holds it now, see
+                                     # the compiled driver's _rewrite_out)
                     self.deliveries += 1
                     self.schedule(end.peer_node)
                 else:

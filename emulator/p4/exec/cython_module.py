@@ -155,13 +155,7 @@ def _frame_reuse(slots: dict[str, object], layouts: Layouts) -> str | None:
         else:  # a block's local kept in the frame: as PacketFrame.__new__ leaves it
             resets.append(f"    F.{slot} = {'0' if layouts.c_type(t) == C_UINT else 'None'}")
     checks = " and ".join(f"_aif_refs(<PyObject*>{x}) == {n}" for x, n in counted)
-    return "\n".join([
-        "from cpython.ref cimport PyObject",
-        "",
-        "cdef extern from *:",
-        '    """#define _aif_refs(o) Py_REFCNT(o)"""',
-        "    Py_ssize_t _aif_refs(PyObject* o)",
-        "",
+    return "\n".join([  # (_aif_refs: the driver's, .driver.CYTHON_TWINS)
         "cdef int _release(PacketFrame F, object item, PacketContext ctx) except -1:",
         f"    if len(_FREE_FRAMES) >= {FREE_FRAMES_MAX} or _aif_refs(<PyObject*>ctx) != 2:",
         "        return 0",

@@ -226,6 +226,7 @@ def egress(item, queue=None):
 # they stand for (.externs.PacketContext and Cursor, .pipeline.ProcessResult,
 # EgressItem and Output), which the pipeline uses in their place (its namespace).
 CYTHON_TWINS = """
+from cpython.ref cimport PyObject
 from emulator.p4.exec.externs import COLOR_GREEN
 
 @cython.freelist(32)
@@ -406,6 +407,52 @@ cdef bytes _join_out(list out, PacketContext ctx):
     return b"".join(out)
 
 
+cdef extern from *:
+    '''
+    #define _aif_refs(o) Py_REFCNT(o)
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    #endif
+    /* a bytes object written to: its cached hash (if any) no longer holds */
+    static inline void _aif_unhash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic pop
+    #endif
+    '''
+    Py_ssize_t _aif_refs(PyObject* o)
+    void _aif_unhash(PyObject* o)
+
+
+cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur):
+    # _join_out for a unicast packet whose frame and context egress alone
+    # holds: where its context is all that still holds the frame it came in
+    # (counted: the cursor's hold let go first) and the emitted headers are
+    # as long as the parsed ones, they are written over those in place and
+    # that frame goes out: no new frame, no copy of the payload. Nobody can
+    # see the change: nobody else has the frame.
+    cdef object pdata = ctx._pdata
+    cdef Py_ssize_t n = 0
+    cdef char* q
+    if cur is not None and cur.buf is pdata:
+        cur.buf = None
+    if type(pdata) is not bytes or _aif_refs(<PyObject*>pdata) != 2:  # (ctx's and pdata)
+        return _join_out(out, ctx)
+    for item in out:
+        if type(item) is not bytes:
+            return _join_out(out, ctx)
+        n += PyBytes_GET_SIZE(item)
+    if n != ctx._poff:
+        return _join_out(out, ctx)
+    q = PyBytes_AS_STRING(pdata)
+    for item in out:
+        n = PyBytes_GET_SIZE(item)
+        memcpy(q, PyBytes_AS_STRING(item), n)
+        q += n
+    _aif_unhash(<PyObject*>pdata)
+    return pdata
+
+
 cdef inline unsigned long long _masked_int(double x, unsigned long long mask):
     # ``int(x) & mask`` of a time in microseconds (|x| < 2**63): in C
     return (<unsigned long long>(<long long>x)) & mask
@@ -471,7 +518,12 @@ CYTHON_PAYLOAD = {
     "ctx.payload = memoryview(data)[cur.off:] if cur.off else data":
         "ctx._pdata = data; ctx._poff = cur.off",
     "ctx.payload = ictx.payload": "ctx._pdata = ictx._pdata; ctx._poff = ictx._poff",
-    "out.append(ctx.payload)\n    data = b\"\".join(out)": "data = _join_out(out, ctx)",
+    "out.append(ctx.payload)\n    data = b\"\".join(out)":
+        "if owned and ctx.clone is None and _aif_refs(<PyObject*>f) == 2 \\\n"
+        "            and _aif_refs(<PyObject*>ctx) == 2:  # (f, item.pkt; ctx, f._ctx)\n"
+        "        data = _rewrite_out(out, ctx, f.pkt_in)\n"
+        "    else:\n"
+        "        data = _join_out(out, ctx)",
 }
 CYTHON_KEYED = {
     "key = decisions.read_key(f)": "key = _dc_read_key(f)",

@@ -592,6 +592,8 @@ class DataPlane:
             kind = timers.kind
             a = timers.arg
             b = timers.arg2
+            timers.arg = timers.arg2 = None  # (held by a and b alone: see the
+                                             # compiled driver's _rewrite_out)
             if kind == DELIVER:
                 self._transmit(ps, a, b, when)
             elif kind == TX_DONE:

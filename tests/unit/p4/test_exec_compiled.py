@@ -274,3 +274,37 @@ def test_a_frame_egress_is_done_with_is_made_anew_and_reused(fabric):
     held = item.pkt  # someone still holds the frame: egress leaves it
     pipe.egress(item, QueueInfo())
     assert item.pkt is held and held.hdr.ipv4._v
+
+
+def test_a_frame_nobody_else_holds_gets_its_headers_rewritten_in_place(fabric):
+    """The compiled egress writes a unicast packet's headers over the ones
+    it came in with, in the frame it came in (no new frame, no copy of the
+    payload), only where the packet's context alone holds that frame; a
+    frame anyone else holds is never written to: the packet leaves in a
+    new one and the held frame reads as before. Both leave the same bytes
+    as the Python executor."""
+    compiled_pipe, python_pipe = _fabric_on(fabric, "cython"), _fabric_on(fabric, "python")
+    frame = roce(psn=7, ttl=20, size=900)
+    kept = bytes(frame)  # an equal copy, to compare against
+    (item,) = compiled_pipe.ingress(1, frame).queued
+    (out,) = compiled_pipe.egress(item, QueueInfo(enq_qdepth=3)).outputs
+    (py_item,) = python_pipe.ingress(1, kept).queued
+    (py_out,) = python_pipe.egress(py_item, QueueInfo(enq_qdepth=3)).outputs
+    assert out.data == py_out.data and out.data[22] == 19  # (the TTL, one hop less)
+    assert out.data is not frame and frame == kept  # held by the test: not written to
+    for psn in range(3):  # held by nobody but the packet: the same frame goes out
+        frame = roce(psn=psn, ttl=9, size=900)
+        hash(frame)  # (a hash cached in the frame before: not one after)
+        (item,) = compiled_pipe.ingress(1, frame).queued
+        came_in = id(frame)
+        del frame
+        (out,) = compiled_pipe.egress(item, QueueInfo(enq_qdepth=3)).outputs
+        assert id(out.data) == came_in and out.data[22] == 8
+        assert out.data == _fabric_on_out(python_pipe, roce(psn=psn, ttl=9, size=900))
+        assert hash(out.data) == hash(bytes(bytearray(out.data)))
+
+
+def _fabric_on_out(pipe: V1ModelPipeline, frame: bytes) -> bytes:
+    (item,) = pipe.ingress(1, frame).queued
+    (out,) = pipe.egress(item, QueueInfo(enq_qdepth=3)).outputs
+    return out.data
