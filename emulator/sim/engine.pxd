@@ -4,6 +4,9 @@ cimport cython
 
 from emulator.sim.eventheap cimport EventHeap
 
+# the kinds of events: C constants (compared in C in _run)
+cdef int _WAKE, _DELIVER, _CALL
+
 
 cdef class SimClock:
     cdef public double now

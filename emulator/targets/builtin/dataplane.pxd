@@ -9,6 +9,9 @@ from emulator.targets.builtin.ports cimport PortCounters
 from emulator.targets.builtin.tally cimport LatenessTally
 from emulator.targets.builtin.tm cimport PortQueues, QueueCounters
 
+# the kinds of timers: C constants (compared in C in run_due)
+cdef int TX_DONE, DELIVER, PAUSE_END, ARRIVE, PFC_REFRESH
+
 
 cdef class PortState:
     cdef public object number, backend, config
@@ -17,7 +20,8 @@ cdef class PortState:
     cdef public PauseTimers pfc
     cdef public bint busy, kicking
     cdef public double free_at, delay_s, wait_s, given_up_s, rx_free_at
-    cdef public object rate_bps, overhead, frame_us, rx_link, pfc_src
+    cdef public object rate_bps, overhead, rx_link, pfc_src
+    cdef public double frame_us
     cdef public long long pfc_enabled, given_up_events, arriving
     cdef public object pcap_in, pcap_out, ctrl
     cdef public LatenessTally lateness
@@ -62,7 +66,7 @@ cdef class DataPlane:
     @cython.locals(start=double, lag=double, end=double, rate=double, nbits=cython.longlong)
     cpdef _wire(self, PortState ps, QueueCounters qc, object frame, double t, double now)
     @cython.locals(now=double, late_s=double, late_us=cython.longlong, counts=dict, row=list,
-                   counters=PortCounters, n=Py_ssize_t)
+                   counters=PortCounters, n=Py_ssize_t, bin_index=cython.longlong)
     cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
     cpdef _push(self, double when, int kind, PortState ps, object a, object b)
     cpdef object next_deadline(self)

@@ -520,7 +520,8 @@ class DataPlane:
             else:
                 late_us = 0
                 ps.lateness.on_time += 1
-            if int(now * self._behind_scale) == self._behind_bin:
+            bin_index = int(now * self._behind_scale)
+            if bin_index == self._behind_bin:
                 # BehindSeries.event on the bin the previous departure went to
                 row = self._behind_row
                 row[0] += 1
