@@ -13,7 +13,11 @@ their fields in C; run as Python they are the same classes with slots.
 
 from __future__ import annotations
 
+import cython  # (its decorators: nothing in Python; free lists where compiled)
 
+
+@cython.freelist(32)
+@cython.cclass
 class Output:
     """A packet leaving the switch on ``port``."""
 
@@ -34,6 +38,8 @@ class Output:
             == (other.port, other.data, other.instance_type, other.priority)
 
 
+@cython.freelist(32)
+@cython.cclass
 class QueueInfo:
     """What the traffic manager tells egress about the packet's queue
     (BMv2's queueing metadata): depths in packets of the packet's own
@@ -49,6 +55,8 @@ class QueueInfo:
         self.enq_timestamp_us = enq_timestamp_us
 
 
+@cython.freelist(32)
+@cython.cclass
 class EgressItem:
     """A packet between ingress and egress: the traffic manager queues it
     on (``port``, ``priority``); ``length`` is its ingress length in bytes."""
@@ -62,6 +70,8 @@ class EgressItem:
         self.pkt = pkt  # the packet frame (headers, metadata, context)
 
 
+@cython.freelist(32)
+@cython.cclass
 class ProcessResult:
     """What one call into the pipeline produced: packets out, drops,
     digests and log lines for the control plane, packets for the egress
