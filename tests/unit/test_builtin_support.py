@@ -180,7 +180,7 @@ def check_buffer(dp: DataPlane) -> None:
     for ps in dp.ports.values():
         for prio, queue in enumerate(ps.tm.queues):
             for entry in queue:
-                item, acc = entry[0], entry[4]
+                item, acc = entry.item, entry.account
                 if acc is not None:
                     key = (acc.port.number, prio)
                     held[key] = held.get(key, 0) + item.length

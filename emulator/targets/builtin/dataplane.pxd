@@ -7,7 +7,7 @@ from emulator.targets.builtin.mmu cimport PgAccount, SwitchBuffer
 from emulator.targets.builtin.pfc cimport PauseTimers
 from emulator.targets.builtin.ports cimport PortCounters
 from emulator.targets.builtin.tally cimport LatenessTally
-from emulator.targets.builtin.tm cimport PortQueues, QueueCounters
+from emulator.targets.builtin.tm cimport PortQueues, QueueCounters, QueueEntry
 
 # the kinds of timers: C constants (compared in C in run_due)
 cdef int TX_DONE, DELIVER, PAUSE_END, ARRIVE, PFC_REFRESH
@@ -56,7 +56,7 @@ cdef class DataPlane:
                    got=int, qc=QueueCounters)
     cpdef _enqueue(self, EgressItem item, object pipe, double now, PortState src)
     @cython.locals(tm=PortQueues, pfc=PauseTimers, buf=SwitchBuffer, prio=int, acc=PgAccount,
-                   info=QueueInfo)
+                   info=QueueInfo, got=QueueEntry, enq_t=double)
     cpdef _kick(self, PortState ps, double t, double now)
     @cython.locals(acc=PgAccount, qc=QueueCounters)
     cpdef _pfc_send(self, PortState ps, int prio, object quanta, double now)

@@ -418,14 +418,16 @@ class DataPlane:
                 got = tm.dequeue(pfc.mask)
                 if got is None:
                     return
-                item, pipe, enq_t, enq_us, acc, enq_depth, prio, length = got
-                if buf.release(acc, prio, length):
+                prio = got.priority
+                acc = got.account
+                if buf.release(acc, prio, got.length):
                     self._pfc_send(acc.port, prio, 0, now)
                 info = ps.queue_info
-                info.enq_qdepth = enq_depth
+                info.enq_qdepth = got.depth
                 info.deq_qdepth = len(tm.queues[prio])
-                info.enq_timestamp_us = enq_us
-                self._start(ps, tm.counters[prio], item, pipe, info,
+                info.enq_timestamp_us = got.enq_us
+                enq_t = got.enq_t
+                self._start(ps, tm.counters[prio], got.item, got.pipeline, info,
                             t if t > enq_t else enq_t, now, acc.port if acc is not None else None)
         finally:
             ps.kicking = False

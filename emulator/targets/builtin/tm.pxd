@@ -10,6 +10,13 @@ cdef class QueueCounters:
     cdef public long long max_depth_packets, max_depth_bytes, pfc_rx, pfc_tx
 
 
+cdef class QueueEntry:
+    cdef public object item, pipeline, enq_us, account
+    cdef public double enq_t
+    cdef public long long depth, length
+    cdef public int priority
+
+
 cdef class PortQueues:
     cdef public list queues
     cdef public list depth_bytes
@@ -18,11 +25,11 @@ cdef class PortQueues:
     cdef public object buffer_bytes
 
     cpdef reject(self, int priority)
-    @cython.locals(counters=QueueCounters, depth=cython.longlong)
+    @cython.locals(counters=QueueCounters, depth=cython.longlong, entry=QueueEntry)
     cpdef enqueue(self, int priority, object length, object item, object pipeline, double enq_t,
                   object enq_us, object account)
-    @cython.locals(eligible=cython.longlong, priority=int, qc=QueueCounters)
-    cpdef object dequeue(self, long long paused_mask)
+    @cython.locals(eligible=cython.longlong, priority=int, qc=QueueCounters, entry=QueueEntry)
+    cpdef QueueEntry dequeue(self, long long paused_mask)
 
 
 cdef class QueueSeries:

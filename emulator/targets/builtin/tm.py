@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+import cython  # (its decorators: nothing in Python; a free list where compiled)
+
 from emulator.targets.builtin.counter_series import CounterSeries
 from emulator.targets.builtin.mmu import BufferSeries, SwitchBuffer
 
@@ -69,14 +71,23 @@ class QueueCounters:
         return out
 
 
-class PortQueues:
-    """The priority queues of one egress port.
+@cython.freelist(64)
+@cython.cclass
+class QueueEntry:
+    """A packet in an egress queue: its ``item``; the ``pipeline`` that ran
+    its ingress (it runs its egress too); when it was queued (``enq_t``,
+    simulated or loop seconds, and ``enq_us``, the pipeline's clock); the
+    ingress ``account`` (:class:`~.mmu.PgAccount`, or None) charged for its
+    bytes; the queue ``depth`` it found; its ``priority`` and ``length``."""
 
-    Entries are ``(item, pipeline, enqueue_time_s, enq_timestamp_us,
-    ingress_account, enq_qdepth, priority, length)`` tuples: the pipeline
-    that ran the packet's ingress runs its egress too; the ingress account
-    (:class:`~.mmu.PgAccount`, or None) is charged for its bytes.
-    ``nonempty`` has bit n set while queue n holds packets."""
+    __slots__ = ("item", "pipeline", "enq_t", "enq_us", "account", "depth", "priority",
+                 "length")
+
+
+class PortQueues:
+    """The priority queues of one egress port: deques of
+    :class:`QueueEntry`. ``nonempty`` has bit n set while queue n holds
+    packets."""
 
     __slots__ = ("queues", "depth_bytes", "counters", "nonempty", "buffer_bytes")
 
@@ -102,7 +113,16 @@ class PortQueues:
         depth_bytes = self.depth_bytes[priority] + length
         queue = self.queues[priority]
         depth = len(queue)
-        queue.append((item, pipeline, enq_t, enq_us, account, depth, priority, length))
+        entry = QueueEntry.__new__(QueueEntry)
+        entry.item = item
+        entry.pipeline = pipeline
+        entry.enq_t = enq_t
+        entry.enq_us = enq_us
+        entry.account = account
+        entry.depth = depth
+        entry.priority = priority
+        entry.length = length
+        queue.append(entry)
         self.depth_bytes[priority] = depth_bytes
         counters.enqueued += 1
         if depth >= counters.max_depth_packets:
@@ -111,7 +131,7 @@ class PortQueues:
             counters.max_depth_bytes = depth_bytes
         self.nonempty |= 1 << priority
 
-    def dequeue(self, paused_mask: int) -> tuple | None:
+    def dequeue(self, paused_mask: int) -> QueueEntry | None:
         """The entry of the next packet to send, or None when every
         non-empty queue is paused."""
         eligible = self.nonempty & ~paused_mask
@@ -122,10 +142,11 @@ class PortQueues:
             priority -= 1
         queue = self.queues[priority]
         entry = queue.popleft()
-        self.depth_bytes[priority] -= entry[7]
+        self.depth_bytes[priority] -= entry.length
         if not queue:
             self.nonempty &= ~(1 << priority)
-        self.counters[priority].dequeued += 1
+        qc = self.counters[priority]
+        qc.dequeued += 1
         return entry
 
     def depth_packets(self, priority: int) -> int:
