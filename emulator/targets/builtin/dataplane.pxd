@@ -69,6 +69,7 @@ cdef class DataPlane:
                    counters=PortCounters, n=Py_ssize_t, bin_index=cython.longlong)
     cpdef _transmit(self, PortState ps, QueueCounters qc, object frame, double due)
     cpdef _push(self, double when, int kind, PortState ps, object a, object b)
+    @cython.locals(timers=EventHeap)
     cpdef object next_deadline(self)
     @cython.locals(timers=EventHeap, when=double, kind=int, ps=PortState, acc=PgAccount)
     cpdef run_due(self, object now=*)

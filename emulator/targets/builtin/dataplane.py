@@ -574,12 +574,13 @@ class DataPlane:
         """When :meth:`run_due` next has work (-inf: now), None: nothing planned."""
         if self._recirc:
             return -math.inf
-        t = self._timers.peek_time()
-        return None if t == math.inf else t  # (a timer at inf never runs)
+        timers = self._timers
+        return timers.peek_time() if len(timers) else None
 
     def due(self, now: float) -> bool:
         """Whether :meth:`run_due` has work at ``now``."""
-        return bool(self._recirc) or self._timers.peek_time() <= now
+        timers = self._timers
+        return bool(self._recirc) or (len(timers) > 0 and timers.peek_time() <= now)
 
     def run_due(self, now: float | None = None) -> None:
         """Run every timer due at ``now`` in time order, then the
