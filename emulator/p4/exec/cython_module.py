@@ -23,7 +23,7 @@ import re
 from typing import Callable
 
 from emulator.p4.exec.c_headers import C_PRELUDE, C_TWINS
-from emulator.p4.exec.driver import DRIVER_C_TWINS, TWIN_NAMES, cython_twins
+from emulator.p4.exec.driver import DRIVER_C_TWINS, PIPE_LOCALS, TWIN_NAMES, cython_twins
 from emulator.p4.exec.layout import C_UINT, FREELIST, Layouts, cdef_lines, is_aggregate, py_ident
 from emulator.p4.types import HeaderType, StructType, TupleType
 
@@ -79,6 +79,8 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
             out += ["", c_function]  # a module-level C function: called in C
         else:
             binds.append(f"    {name} = ns[{name!r}]")
+    if "PIPE" in env:
+        binds.extend(PIPE_LOCALS)
     out += binds
     fns: list[str] = []
     for line in body.splitlines():

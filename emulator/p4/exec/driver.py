@@ -525,6 +525,11 @@ CYTHON_PAYLOAD = {
         "    else:\n"
         "        data = _join_out(out, ctx)",
 }
+# ... and reads the pipeline's clock and random stream from locals bind()
+# sets (.cython_module; the pipeline sets both once, in its __init__), not
+# through the pipeline object each packet.
+CYTHON_PIPE = {"PIPE._clock_us()": "PIPE_clock_us()", "PIPE.rng": "PIPE_rng"}
+PIPE_LOCALS = ("    PIPE_clock_us = PIPE._clock_us", "    PIPE_rng = PIPE.rng")
 CYTHON_KEYED = {
     "key = decisions.read_key(f)": "key = _dc_read_key(f)",
     "cached = decisions.entries.get(key)": "cached = (<dict>decisions.entries).get(key)",
@@ -543,7 +548,8 @@ def driver_source(block_fns: list[str], sm_class: str, cython: bool,
     for placeholder, fn in zip(BLOCKS, block_fns):
         text = text.replace(placeholder, fn)
     if cython:
-        for call, maker in (CYTHON_MAKERS | CYTHON_PAYLOAD | (CYTHON_KEYED if keyed else {})
+        for call, maker in (CYTHON_MAKERS | CYTHON_PAYLOAD | CYTHON_PIPE
+                            | (CYTHON_KEYED if keyed else {})
                             | (CYTHON_SHARED_RESULTS if shared_results else {})).items():
             assert call in text, call
             text = text.replace(call, maker)
