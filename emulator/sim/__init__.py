@@ -1,8 +1,10 @@
 """The virtual-time target: a whole fabric in one process on one clock.
 
 - :mod:`.engine`: the simulated clock and the one event heap;
-- :mod:`.eventheap`: that heap's entries in order (``eventheap.pyx``, the same
-  in C, where :mod:`emulator.speedups` built it);
+- the one event heap itself is
+  :mod:`emulator.targets.builtin.eventheap` (the switch data plane's timers
+  use it too; ``eventheap.pyx``, the same in C, where
+  :mod:`emulator.speedups` built it);
 - :mod:`.links`: links, their ends (the switch ports' and NICs' back ends)
   and the engine components for switches and NIC agents;
 - :mod:`.collector`: the garbage collector kept out of a run's way;

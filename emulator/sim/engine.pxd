@@ -2,7 +2,7 @@
 # same code, its classes extension types.
 cimport cython
 
-from emulator.sim.eventheap cimport EventHeap
+from emulator.targets.builtin.eventheap cimport EventHeap
 
 # the kinds of events: C constants (compared in C in _run)
 cdef int _WAKE, _DELIVER, _CALL

@@ -37,7 +37,7 @@ import math
 import time
 from typing import Any, Callable
 
-from emulator.sim.eventheap import EventHeap
+from emulator.targets.builtin.eventheap import EventHeap
 
 INF = math.inf
 # Wake-ups at one instant that change nothing before the engine calls it a

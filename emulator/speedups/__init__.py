@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 # Modules in import order (a module's .pxd may cimport only those before it).
-GROUP = ("emulator.sim.eventheap", "emulator.targets.builtin.ports",
+GROUP = ("emulator.targets.builtin.eventheap", "emulator.targets.builtin.ports",
          "emulator.targets.builtin.pfc", "emulator.targets.builtin.mmu",
          "emulator.targets.builtin.counter_series", "emulator.targets.builtin.tm",
          "emulator.targets.builtin.tally",

@@ -7,6 +7,8 @@ Modules, from the wire inwards:
 - :mod:`.pfc` — PFC frames and pause timers (the MAC, below P4);
 - :mod:`.tm` — the traffic manager's per-port per-priority queues and their
   counters;
+- :mod:`.eventheap` — the heap of timed events (C structs where compiled):
+  the data plane's timers and the virtual-time engine's events;
 - :mod:`.dataplane` — receive → ingress → queues → egress → serialisation,
   delay → send, timed on virtual per-port clocks;
 - :mod:`.switch` — the data-plane thread and the control plane's way in

@@ -2,7 +2,7 @@
 cimport cython
 
 from emulator.p4.exec.results cimport EgressItem, Output, ProcessResult, QueueInfo
-from emulator.sim.eventheap cimport EventHeap
+from emulator.targets.builtin.eventheap cimport EventHeap
 from emulator.targets.builtin.mmu cimport PgAccount, SwitchBuffer
 from emulator.targets.builtin.pfc cimport PauseTimers
 from emulator.targets.builtin.ports cimport PortCounters

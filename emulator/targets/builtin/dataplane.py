@@ -73,7 +73,7 @@ from typing import Any, Callable, Iterable
 from emulator.fidelity import BehindSeries, LatenessHistogram, frame_time_us
 from emulator.p4.exec.pipeline import NORMAL, V1ModelPipeline
 from emulator.p4.exec.results import ProcessResult, QueueInfo
-from emulator.sim.eventheap import EventHeap
+from emulator.targets.builtin.eventheap import EventHeap
 from emulator.targets.builtin.config import PortConfig
 from emulator.targets.builtin.errors import PortConfigError, SwitchError, UnknownPortError
 from emulator.targets.builtin.mmu import (
@@ -168,7 +168,7 @@ class DataPlane:
         self.digest_handler: Callable[[str, object], None] | None = None
         self.digests = 0
         self.errors = 0
-        # Timers (:mod:`emulator.sim.eventheap`): (when, 0, 0, kind, port
+        # Timers (:mod:`.eventheap`): (when, 0, 0, kind, port
         # state, a, b); equal times run in the order they were scheduled.
         self._timers = EventHeap()
         self._recirc: deque[tuple[int, bytes, int, dict]] = deque()

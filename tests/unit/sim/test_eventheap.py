@@ -17,7 +17,7 @@ from emulator import speedups
 from emulator.speedups.build import build
 from emulator.speedups.toolchain import missing
 
-SOURCE = Path(__file__).resolve().parents[3] / "emulator/sim/eventheap.py"
+SOURCE = Path(__file__).resolve().parents[3] / "emulator/targets/builtin/eventheap.py"
 
 
 def _reference() -> ModuleType:
@@ -32,7 +32,7 @@ def _compiled() -> ModuleType:
     if missing() is not None:  # (a failed build where it can be built fails the test)
         pytest.skip(f"cannot build extensions here: {missing()}")
     folder = build()
-    name = "emulator.sim.eventheap"
+    name = "emulator.targets.builtin.eventheap"
     module = sys.modules.get(name)
     if module is not None and module.__spec__ is not None and \
             str(module.__spec__.origin).startswith(str(folder)):
