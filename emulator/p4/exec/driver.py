@@ -381,26 +381,39 @@ cdef inline Output _new_output(port, data, instance_type, priority):
     return o
 
 
+cdef Py_ssize_t _headers_len(list out):
+    # the emitted headers' bytes, or -1 where one is not bytes
+    cdef Py_ssize_t n = 0
+    for item in out:
+        if type(item) is not bytes:
+            return -1
+        n += PyBytes_GET_SIZE(item)
+    return n
+
+
+cdef char* _put_headers(char* q, list out):
+    # the emitted headers (all bytes) copied to q on; the end
+    cdef Py_ssize_t n
+    for item in out:
+        n = PyBytes_GET_SIZE(item)
+        memcpy(q, PyBytes_AS_STRING(item), n)
+        q += n
+    return q
+
+
 cdef bytes _join_out(list out, PacketContext ctx):
     # b"".join(out + [ctx.payload]) without making the payload's view: the
     # emitted headers and the payload copied once into the new frame.
     cdef object pdata = ctx._pdata
-    cdef Py_ssize_t off = ctx._poff, n = 0, k
+    cdef Py_ssize_t off = ctx._poff, n, k
     cdef bytes frame
     cdef char* q
     if type(pdata) is bytes:
-        for item in out:
-            if type(item) is not bytes:
-                break
-            n += PyBytes_GET_SIZE(item)
-        else:
+        n = _headers_len(out)
+        if n >= 0:
             k = PyBytes_GET_SIZE(pdata) - off
             frame = PyBytes_FromStringAndSize(NULL, n + k)
-            q = PyBytes_AS_STRING(frame)
-            for item in out:
-                n = PyBytes_GET_SIZE(item)
-                memcpy(q, PyBytes_AS_STRING(item), n)
-                q += n
+            q = _put_headers(PyBytes_AS_STRING(frame), out)
             memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
             return frame
     out.append(ctx.payload)
@@ -432,23 +445,12 @@ cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur):
     # that frame goes out: no new frame, no copy of the payload. Nobody can
     # see the change: nobody else has the frame.
     cdef object pdata = ctx._pdata
-    cdef Py_ssize_t n = 0
-    cdef char* q
     if cur is not None and cur.buf is pdata:
         cur.buf = None
-    if type(pdata) is not bytes or _aif_refs(<PyObject*>pdata) != 2:  # (ctx's and pdata)
+    if type(pdata) is not bytes or _aif_refs(<PyObject*>pdata) != 2 \\
+            or _headers_len(out) != ctx._poff:  # (refs: ctx's and pdata)
         return _join_out(out, ctx)
-    for item in out:
-        if type(item) is not bytes:
-            return _join_out(out, ctx)
-        n += PyBytes_GET_SIZE(item)
-    if n != ctx._poff:
-        return _join_out(out, ctx)
-    q = PyBytes_AS_STRING(pdata)
-    for item in out:
-        n = PyBytes_GET_SIZE(item)
-        memcpy(q, PyBytes_AS_STRING(item), n)
-        q += n
+    _put_headers(PyBytes_AS_STRING(pdata), out)
     _aif_unhash(<PyObject*>pdata)
     return pdata
 
