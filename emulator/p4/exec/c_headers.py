@@ -78,11 +78,9 @@ cdef inline void _st(unsigned char* p, int n, unsigned long long v) noexcept nog
         p[i] |= <unsigned char>(v & 0xFF)
         v >>= 8
 
-cpdef object _c_csum16(bytes data):
+cdef inline unsigned long long _csum16_at(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     # externs.csum16 in C: the folded one's-complement sum of the 16-bit
     # words (a non-zero sum never folds to 0), complemented.
-    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     cdef Py_ssize_t i
     cdef unsigned long long s = 0
     for i in range(0, n - 1, 2):
@@ -92,6 +90,9 @@ cpdef object _c_csum16(bytes data):
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return (~s) & 0xFFFF
+
+cpdef object _c_csum16(bytes data):
+    return _csum16_at(<const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 """
 # Python functions the compiled module has a C twin of (by qualified name):
 # the twin and its parameters (see .cython_module.c_twin_wrapper).

@@ -24,6 +24,7 @@ from typing import Callable
 
 from emulator.p4.exec.c_headers import C_PRELUDE, C_TWINS
 from emulator.p4.exec.driver import DRIVER_C_TWINS, PIPE_LOCALS, TWIN_NAMES, cython_twins
+from emulator.p4.exec.externs import Csum16Packed
 from emulator.p4.exec.layout import C_UINT, FREELIST, Layouts, cdef_lines, is_aggregate, py_ident
 from emulator.p4.types import HeaderType, StructType, TupleType
 
@@ -180,16 +181,20 @@ def c_twin_wrapper(name: str, twin: str, params: str) -> str:
 def c_pack(name: str, value: object) -> str | None:
     """For a bound ``Struct(fmt).pack`` of big-endian integer items (what
     :func:`.bytepack.struct_format` makes for field lists), the same packing
-    as a C function ``name`` of C integers; None for anything else. Each
-    value is masked to its item's width (the generated code passes values
-    that fit: fields of their widths, shifted into their group)."""
-    fmt = getattr(getattr(value, "__self__", None), "format", None)
-    if not isinstance(fmt, str) or getattr(value, "__name__", "") != "pack" \
+    as a C function ``name`` of C integers; for a bound
+    :class:`.externs.Csum16Packed`, the checksum of those bytes, packed on
+    the stack; None for anything else. Each value is masked to its item's
+    width (the generated code passes values that fit: fields of their
+    widths, shifted into their group)."""
+    summed = isinstance(value, Csum16Packed)
+    fmt = value.format if summed else getattr(getattr(value, "__self__", None), "format", None)
+    if not isinstance(fmt, str) or not (summed or getattr(value, "__name__", "") == "pack") \
             or fmt[:1] != ">" or not fmt[1:] or any(c not in _C_ITEMS for c in fmt[1:]):
         return None
     sizes = [_C_ITEMS[c] for c in fmt[1:]]
     params = ", ".join(f"unsigned long long v{i}" for i in range(len(sizes)))
-    lines = [f"cdef inline bytes {name}({params}):",
+    result = "unsigned long long" if summed else "bytes"
+    lines = [f"cdef inline {result} {name}({params}):",
              f"    cdef unsigned char b[{sum(sizes)}]"]
     at = 0
     for i, size in enumerate(sizes):
@@ -198,7 +203,8 @@ def c_pack(name: str, value: object) -> str | None:
             lines.append(f"    b[{at + k}] = <unsigned char>((v{i} >> {shift}) & 0xFF)"
                          if shift else f"    b[{at + k}] = <unsigned char>(v{i} & 0xFF)")
         at += size
-    lines.append(f"    return PyBytes_FromStringAndSize(<char*>b, {at})")
+    lines.append(f"    return _csum16_at(b, {at})" if summed
+                 else f"    return PyBytes_FromStringAndSize(<char*>b, {at})")
     return "\n".join(lines)
 
 
@@ -287,27 +293,57 @@ def _decision_accessors(paths: list[str], key_paths: list[str] | None,
         lines.append(f"    return PyBytes_FromStringAndSize(<char*>b, {offset})")
     else:
         lines.append(f"    return ({''.join(f'F.{p}, ' for p in keys)})")
-    lines.append("cdef int _dc_set(PacketFrame F, Py_ssize_t i, object v) except -1:")
+    # A cached entry's values (:meth:`_DcWriter.pack`): the C integers in a
+    # C array, written back without a conversion each; any other in a tuple.
+    c_paths = [c_type(p) in (C_UINT, "bint") for p in paths]
+    lines.append("cdef int _dc_set(PacketFrame F, Py_ssize_t i, unsigned long long c, "
+                 "tuple objs, Py_ssize_t k) except -1:")
     for i, p in enumerate(paths):
         lines.append(f"    {'if' if i == 0 else 'elif'} i == {i}:")
-        lines.append(f"        F.{p} = v")
+        lines.append(f"        F.{p} = {'c' if c_paths[i] else 'objs[k]'}")
     lines += ["    return 0",
+              f"cdef bint _DC_C[{max(len(paths), 1)}]",
+              *(f"_DC_C[{i}] = {int(c)}" for i, c in enumerate(c_paths)),
+              "cdef class _DcValues:",
+              "    # what a cached pass writes: C integers by position, the rest in objs",
+              f"    cdef {C_UINT} c[{max(len(paths), 1)}]",
+              "    cdef tuple objs",
               "cdef class _DcWriter:",
               "    # writes the fields at ``idx`` (indices into the paths)",
               "    cdef tuple idx",
+              "    cdef Py_ssize_t n",
+              f"    cdef Py_ssize_t at[{max(len(paths), 1)}]",
               "    def __init__(self, idx):",
-              "        self.idx = tuple(idx)",
-              "    def __call__(self, PacketFrame F, tuple values):",
-              "        self.apply(F, values)",
-              "    cdef int apply(self, PacketFrame F, tuple values) except -1:",
               "        cdef Py_ssize_t k",
-              "        for k in range(len(self.idx)):",
-              "            _dc_set(F, self.idx[k], values[k])",
+              "        self.idx = tuple(idx)",
+              f"        if len(self.idx) > {len(paths)}:",
+              "            raise ValueError('more fields than the cache has')",
+              "        self.n = len(self.idx)",
+              "        for k in range(self.n):",
+              f"            if not 0 <= self.idx[k] < {len(paths)}:",
+              "                raise IndexError(self.idx[k])",
+              "            self.at[k] = self.idx[k]",
+              "    def pack(self, tuple values):",
+              "        # the values an entry keeps (DecisionCache.store), in the form apply reads",
+              "        cdef _DcValues v = _DcValues.__new__(_DcValues)",
+              "        cdef Py_ssize_t k",
+              "        if len(values) != self.n:",
+              "            raise ValueError(f'{len(values)} values for {self.n} fields')",
+              "        v.objs = values",
+              "        for k in range(self.n):",
+              "            v.c[k] = values[k] if _DC_C[self.at[k]] else 0",
+              "        return v",
+              "    def __call__(self, PacketFrame F, values):",
+              "        self.apply(F, values if type(values) is _DcValues else self.pack(values))",
+              "    cdef int apply(self, PacketFrame F, _DcValues values) except -1:",
+              "        cdef Py_ssize_t k",
+              "        for k in range(self.n):",
+              "            _dc_set(F, self.at[k], values.c[k], values.objs, k)",
               "        return 0",
-              "cdef inline int _dc_write(object write, PacketFrame F, tuple values) except -1:",
+              "cdef inline int _dc_write(object write, PacketFrame F, object values) except -1:",
               "    # the driver's replay of a cached entry: in C for the module's own writers",
-              "    if type(write) is _DcWriter:",
-              "        return (<_DcWriter>write).apply(F, values)",
+              "    if type(write) is _DcWriter and type(values) is _DcValues:",
+              "        return (<_DcWriter>write).apply(F, <_DcValues>values)",
               "    write(F, values)",
               "    return 0",
               "_dc_accessors = (_dc_read, _dc_read_key, _DcWriter)"]

@@ -337,7 +337,9 @@ class DecisionCache:
     def store(self, key: tuple | bytes, before: tuple, after: tuple, bumps: tuple,
               length_delta: int) -> None:
         """Keep what ingress did to a packet of ``key`` (:attr:`read_key`'s),
-        given every field before and after it (:attr:`read`'s)."""
+        given every field before and after it (:attr:`read`'s). A writer
+        with a ``pack`` method (the compiled one) keeps the values in the
+        form it writes from; its call takes that form or a tuple."""
         changed = tuple(i for i, (a, b) in enumerate(zip(before, after))
                         if a != b or type(a) is not type(b))
         write = self._writers.get(changed)
@@ -348,7 +350,9 @@ class DecisionCache:
         entries = self.entries
         if len(entries) >= MAX_ENTRIES:
             entries.clear()
-        entries[key] = (write, tuple(after[i] for i in changed), bumps, length_delta)
+        values = tuple(after[i] for i in changed)
+        pack = getattr(write, "pack", None)  # (a compiled writer keeps them in its own form)
+        entries[key] = (write, values if pack is None else pack(values), bumps, length_delta)
 
 
 def replay_bumps(bumps: tuple, nbytes: int) -> None:

@@ -460,13 +460,19 @@ cdef inline unsigned long long _masked_int(double x, unsigned long long mask):
     return (<unsigned long long>(<long long>x)) & mask
 
 
+cdef inline int _count_cells(list packets, list byte_cells, Py_ssize_t i, object nbytes) except -1:
+    # a counter's cells at i (in range, checked) count a packet of nbytes:
+    # the generated code's count and a cached pass's replay of it
+    packets[i] = packets[i] + 1
+    byte_cells[i] = byte_cells[i] + nbytes
+    return 0
+
+
 cpdef object _c_replay_bumps(tuple bumps, object nbytes):
     # .decisions.replay_bumps
     for b in bumps:
         if type(b) is tuple:
-            packets, byte_cells, i = b
-            packets[i] += 1
-            byte_cells[i] += nbytes
+            _count_cells((<tuple>b)[0], (<tuple>b)[1], (<tuple>b)[2], nbytes)
         else:
             b.packets += 1
             b.bytes += nbytes

@@ -10,6 +10,7 @@ fields of invalid headers are left out.
 from __future__ import annotations
 
 import random as _random
+import struct
 import zlib
 from typing import Callable, Sequence
 
@@ -140,6 +141,24 @@ def csum16(data: bytes) -> int:
     if not total and n:
         total = 0xFFFF
     return (~total) & 0xFFFF
+
+
+
+class Csum16Packed:
+    """``csum16(Struct(fmt).pack(*values))`` as one call: the checksum of a
+    field list packed inline (``fmt``: big-endian integer items). The
+    compiled executor binds one in place of ``hash_csum16(pack_...(...))``
+    and makes it one C function (:func:`.cython_module.c_pack`): the
+    fields packed on the stack and summed there, no bytes object between."""
+
+    __slots__ = ("format", "_pack")
+
+    def __init__(self, fmt: str) -> None:
+        self.format = fmt
+        self._pack = struct.Struct(fmt).pack
+
+    def __call__(self, *values: int) -> int:
+        return csum16(self._pack(*values))
 
 
 def xor16(data: bytes) -> int:

@@ -12,7 +12,7 @@ import struct
 
 from emulator.p4 import ir
 from emulator.p4.exec import bytepack
-from emulator.p4.exec.externs import HASHES
+from emulator.p4.exec.externs import HASHES, Csum16Packed
 from emulator.p4.exec.decisions import V1MODEL_CACHEABLE, extern_key
 from emulator.p4.exec.codegen import Codegen, bits_of, fit, unsupported, unsigned
 from emulator.p4.exec.layout import extract_lines, is_aggregate, py_ident, scalar_width
@@ -54,8 +54,12 @@ class V1ModelLowering:
         gen.pre.extend(lines[:-1])
         return lines[-1]
 
-    def _pack(self, gen: Codegen, data: ir.Expr) -> str:
-        """Python expression for the BMv2 byte buffer of a field list."""
+    def _pack(self, gen: Codegen, data: ir.Expr, csum16: str | None = None) -> str:
+        """Python expression for the BMv2 byte buffer of a field list; with
+        ``csum16`` (the name the module calls ``csum16`` by), for the
+        checksum of that buffer instead. Compiled, a field list packed
+        inline has its checksum taken by one C function (:class:`.externs.
+        Csum16Packed`): no bytes made; otherwise ``csum16(<buffer>)``."""
         parts: list[tuple[str, int | str, str | None]] = []
         _flatten(gen, data, None, parts)
         conds = {valid for _, _, valid in parts}
@@ -66,7 +70,7 @@ class V1ModelLowering:
             codes = [c for c, _, _ in parts]
             total = sum(widths)
             if total == 0:
-                return "b''"
+                return f"{csum16}(b'')" if csum16 else "b''"
             if cond is not None and cond.endswith("._v") and cond.count("(") == cond.count(")"):
                 # Fields of one header: name it once (the condition is
                 # evaluated first), not once per field.
@@ -77,6 +81,12 @@ class V1ModelLowering:
                     # (a header object is true; Cython mistypes ``(x := h)._v``)
                     cond = f"(({tmp} := {base}) and {tmp}._v)"
             groups = bytepack.plan(widths)
+            if groups is not None and csum16 and gen.layouts.cython:
+                fmt = bytepack.struct_format(groups)
+                fn = gen.bind("csum16_" + fmt[1:], Csum16Packed(fmt))
+                summed = f"{fn}({bytepack.pack_args(groups, codes, widths, True)})"
+                # (the checksum of no bytes: csum16(b''))
+                return summed if cond is None else f"({summed} if {cond} else 0xFFFF)"
             if groups is not None:
                 fmt = bytepack.struct_format(groups)
                 pack = gen.bind("pack_" + fmt[1:], struct.Struct(fmt).pack)
@@ -89,9 +99,11 @@ class V1ModelLowering:
                 if pad:
                     code = f"({code}) << {pad}"
                 packed = f"int.to_bytes({code}, {(total + pad) // 8}, 'big')"
-            return packed if cond is None else f"({packed} if {cond} else b'')"
+            packed = packed if cond is None else f"({packed} if {cond} else b'')"
+            return f"{csum16}({packed})" if csum16 else packed
         items = "".join(f"({c}, {w}, {v or 'True'}), " for c, w, v in parts)
-        return f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
+        packed = f"pack_bits([(c, w) for c, w, v in ({items}) if v])"
+        return f"{csum16}({packed})" if csum16 else packed
 
     @staticmethod
     def _hash_fn(gen: Codegen, algo: str) -> str:
@@ -247,8 +259,13 @@ class V1ModelLowering:
     def _checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool) -> str:
         cond, data, checksum, _algo = call.args
         algo = self._algo(call, 3)
-        packed = self._pack(gen, data) + (" + F._ctx.payload" if payload else "")
-        return f"{self._hash_fn(gen, algo)}({packed})", gen.expr(cond), checksum  # type: ignore[return-value]
+        if payload:
+            computed = f"{self._hash_fn(gen, algo)}({self._pack(gen, data)} + F._ctx.payload)"
+        elif algo == "csum16":
+            computed = self._pack(gen, data, csum16=self._hash_fn(gen, algo))
+        else:
+            computed = f"{self._hash_fn(gen, algo)}({self._pack(gen, data)})"
+        return computed, gen.expr(cond), checksum  # type: ignore[return-value]
 
     def _f_verify_checksum(self, gen: Codegen, call: ir.ExternCall, payload: bool = False) -> str:
         computed, cond, checksum = self._checksum(gen, call, payload)  # type: ignore[misc]
@@ -310,7 +327,9 @@ class V1ModelLowering:
             return f"{obj}.count({gen.expr(call.args[0])}, F._ctx.length)"
         i = gen.fresh("ci")
         gen.pre.append(f"{i} = {gen.expr(call.args[0])}")
-        count = f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; {nbytes[0]}[{i}] += F._ctx.length"
+        count = (f"if {i} < {packets[1]}: _count_cells({packets[0]}, {nbytes[0]}, {i}, F._ctx.length)"
+                 if gen.layouts.cython  # (the compiled driver's: lists indexed in C)
+                 else f"if {i} < {packets[1]}: {packets[0]}[{i}] += 1; {nbytes[0]}[{i}] += F._ctx.length")
         if not gen.tracks_cache:
             return count
         # The cell bumped, for a cached pass to bump again (.decisions).

@@ -8,6 +8,7 @@ leaves the pipeline on Python, saying why in one line."""
 from __future__ import annotations
 
 import random
+import struct
 import sys
 import sysconfig
 from pathlib import Path
@@ -15,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from emulator.p4.exec import compiled
-from emulator.p4.exec.externs import csum16
+from emulator.p4.exec.externs import Csum16Packed, csum16
 from emulator.p4.exec.pipeline import QueueInfo, V1ModelPipeline
-from emulator.p4.frontend import compile_file
+from emulator.p4.frontend import compile_file, compile_text
 from emulator.speedups.toolchain import missing
 from tests.unit.p4.compiled_kit import observe, packets, pipeline, state
-from tests.unit.p4.conformance_kit import StepClock
+from tests.unit.p4.conformance_kit import ETH_HDR, StepClock, v1switch
+from tests.unit.p4.test_conformance_externs import IP_FIELDS, IP_PARSER, IPV4
 from tests.unit.p4.test_exec_decisions import _fabric, _mixed_frames, roce
 
 FABRIC = Path(__file__).resolve().parents[3] / "p4src" / "fabric.p4"
@@ -123,6 +125,93 @@ def test_the_c_checksum_is_the_python_one(fabric):
               for n in list(range(1, 64)) * 20 + [1500, 9000]]
     for data in cases:
         assert c_csum16(data) == csum16(data), data.hex()
+
+
+
+def test_a_checksum_of_packed_fields_is_taken_in_c_as_python_takes_it():
+    """Compiled, verify_checksum and update_checksum over a field list take
+    the checksum in one C function (externs.Csum16Packed), no bytes between;
+    what ingress sees of the verify (sm.checksum_error) and the checksum
+    egress writes are Python's, for right, wrong and all-ones checksums and
+    for a packet without the header (the checksum of no bytes)."""
+    assert Csum16Packed(">HHI")(0x4500, 0xFFFF, 7) == csum16(struct.pack(">HHI", 0x4500, 0xFFFF, 7))
+    text = v1switch(
+        headers=IPV4, parser=IP_PARSER,
+        verify=f"apply {{ verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5, {IP_FIELDS}, "
+               "hdr.ipv4.hdrChecksum, HashAlgorithm.csum16); }",
+        ingress="""apply {
+            sm.egress_spec = 1;
+            hdr.flag.setValid();
+            hdr.flag.bad = (bit<8>)sm.checksum_error;
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        }""",
+        compute=f"apply {{ update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl != 6, {IP_FIELDS}, "
+                "hdr.ipv4.hdrChecksum, HashAlgorithm.csum16); }")
+    program = compile_text(text, "csum.p4")
+    pipes = {ex: V1ModelPipeline(program, seed=1, clock_us=StepClock(), executor=ex)
+             for ex in ("python", "cython")}
+    assert pipes["cython"].executor == "cython", pipes["cython"].executor_note
+    source = pipes["cython"].compiled.source
+    assert "hash_csum16(" not in source.split("def bind(")[1]  # (both sums fused)
+    assert "return _csum16_at(b, 18)" in source  # (the header but its checksum)
+    rng = random.Random(9)
+    eth = bytes.fromhex(ETH_HDR + "0800")
+    seen = {"python": [], "cython": []}
+    for i in range(400):
+        ip = bytearray(rng.randbytes(20))
+        ip[0] = rng.choice([0x45, 0x46, 0x4F, rng.randrange(256)])
+        kind = i % 4
+        if kind < 2:  # right: the checksum of the header with it zeroed
+            ip[10:12] = b"\0\0"
+            ip[10:12] = csum16(bytes(ip)).to_bytes(2, "big")
+        elif kind == 2:  # all ones in every field a sum folds
+            ip = bytearray(b"\xff" * 20)
+        frame = eth + bytes(ip) if i % 9 else eth[:13]  # (a runt: no IPv4 header)
+        for ex, pipe in pipes.items():
+            seen[ex].append([o.data for o in pipe.process(i % 4, frame).outputs])
+    assert seen["cython"] == seen["python"]
+    flags = [out[0][34] for out in seen["python"] if out and len(out[0]) > 34]
+    assert 0 in flags and 1 in flags  # verified right and wrong both
+
+
+
+def test_a_cached_pass_writes_back_c_integers_and_wider_values_as_python_does():
+    """A decision-cache entry keeps what ingress wrote in the compiled
+    writer's form (_DcValues: C integers in a C array, a 128-bit value as
+    it is); replaying it gives Python's packets, for narrow and wide fields."""
+    text = v1switch(
+        headers="header w_t { bit<128> big; bit<8> small; bit<48> mac; }\n"
+                "struct headers { eth_t eth; w_t w; }",
+        parser="""parser P(packet_in pkt, out headers hdr, inout metadata meta,
+                           inout standard_metadata_t sm) {
+            state start { pkt.extract(hdr.eth); pkt.extract(hdr.w); transition accept; }
+        }""",
+        ingress="""apply {
+            sm.egress_spec = (bit<9>)hdr.w.small & 3;
+            hdr.w.big = hdr.w.big ^ (hdr.w.big << 64) ^ 0xF0000000000000000000000000000001;
+            hdr.w.small = hdr.w.small + 1;
+            hdr.w.mac = hdr.w.mac - 1;
+        }""")
+    program = compile_text(text, "wide.p4")
+    pipes = {ex: V1ModelPipeline(program, seed=1, clock_us=StepClock(), executor=ex)
+             for ex in ("python", "cython")}
+    cached = pipes["cython"]
+    assert cached.executor == "cython" and cached.decisions is not None, cached.cache_off_reason
+    rng = random.Random(2)
+    flows = [rng.randbytes(16) + bytes([rng.randrange(256)]) + rng.choice([b"\0" * 6, b"\xff" * 6,
+                                                                           rng.randbytes(6)])
+             for _ in range(12)]
+    eth = bytes.fromhex(ETH_HDR + "88b5")
+    for i in range(96):
+        frame = eth + flows[i % 12] + rng.randbytes(i % 5)
+        outs = [[(o.port, o.data) for o in p.process(1, frame).outputs] for p in pipes.values()]
+        assert outs[0] == outs[1], frame.hex()
+    assert cached.decisions.hits == 96 - 12
+    ns = cached.compiled.namespace
+    for write, values, _, _ in cached.decisions.entries.values():
+        assert type(write) is ns["_DcWriter"] and type(values) is ns["_DcValues"]
+    with pytest.raises(ValueError):
+        write.pack(())  # an entry's values, one per field written
 
 
 def test_a_built_module_is_kept_and_loaded_again(tmp_path, monkeypatch):
