@@ -33,6 +33,7 @@ cdef class PortState:
 cdef class DataPlane:
     cdef public int priority_queues
     cdef public object clock, log, pipeline, _pipe_clock_us, digest_handler
+    cdef object _methods_of, _pipe_ingress, _pipe_egress
     cdef public bint pfc_to_pipeline
     cdef public dict ports
     cdef public dict drops

@@ -161,6 +161,11 @@ class DataPlane:
         self.pfc_to_pipeline = pfc_to_pipeline
         self.ports: dict[int, PortState] = {}
         self.pipeline: V1ModelPipeline | None = None
+        # its ingress and egress as set_pipeline found them (a call each
+        # packet, not a lookup by name); _methods_of: the pipeline they are of
+        self._methods_of: V1ModelPipeline | None = None
+        self._pipe_ingress: Any = None
+        self._pipe_egress: Any = None
         self._pipe_clock_us: Callable[[], float] = lambda: self.clock() * 1e6
         # Drops not tied to a port we have (egress port unknown, recirculation
         # from an unknown port), by cause.
@@ -225,8 +230,13 @@ class DataPlane:
         return ps
 
     def set_pipeline(self, pipeline: V1ModelPipeline | None) -> None:
-        """Swap the program; see the module docstring for queued packets."""
+        """Swap the program; see the module docstring for queued packets.
+        Its ``ingress`` and ``egress`` are taken now: a wrapper put on them
+        later takes effect at the next call of this."""
         self.pipeline = pipeline
+        self._methods_of = pipeline
+        self._pipe_ingress = pipeline.ingress if pipeline is not None else None
+        self._pipe_egress = pipeline.egress if pipeline is not None else None
         self._pipe_clock_us = (_pipeline_clock_us(pipeline) if pipeline is not None
                                else lambda: self.clock() * 1e6)
 
@@ -298,7 +308,8 @@ class DataPlane:
             (ps.counters.drops if ps is not None else self.drops)["no_program"] += 1
             return
         try:
-            res = pipe.ingress(port, frame, instance_type, preserved)
+            res = (self._pipe_ingress if pipe is self._methods_of else pipe.ingress)(
+                port, frame, instance_type, preserved)
         except Exception as exc:  # a bad frame or program must not stop the switch
             (ps.counters.drops if ps is not None else self.drops)["pipeline_error"] += 1
             self._error("ingress", exc)
@@ -460,7 +471,7 @@ class DataPlane:
         """Run egress on a dequeued packet (of ingress port ``src``) and put
         its frame on the wire no earlier than ``t``."""
         try:
-            res = pipe.egress(item, info)
+            res = (self._pipe_egress if pipe is self._methods_of else pipe.egress)(item, info)
         except Exception as exc:
             qc.egress_dropped += 1
             ps.counters.drops["pipeline_error"] += 1

@@ -281,6 +281,7 @@ def test_red_marking_follows_the_kmin_kmax_pmax_line(tmp_path: Path) -> None:
                 seen.append((queue.enq_qdepth, tos & 0b11 == 0b11))
             return result
         pipe.egress = recording
+        dp.set_pipeline(pipe)  # (the data plane takes its methods when set)
         for src in ("srv0/gpu0", "srv1/gpu0"):
             frame = _data_frame(topo, src, "srv2/gpu0")
             for _ in range(1700):
