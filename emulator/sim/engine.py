@@ -240,9 +240,14 @@ class Engine:
                 elif kind == _DELIVER:
                     clock.now = t
                     end = target
-                    end.land(heap.arg, heap.arg2, t)
-                    heap.arg = None  # (the frame: whoever took it holds it now, see
-                                     # the compiled driver's _rewrite_out)
+                    # The frame out of the heap first: this local is then its
+                    # only holder besides whoever takes it (land lends it
+                    # on, see DataPlane.rx and the compiled driver's
+                    # _rewrite_out), and drops it after, unread.
+                    item = heap.arg
+                    heap.arg = None
+                    end.land(item, heap.arg2, t)
+                    item = None
                     self.deliveries += 1
                     self.schedule(end.peer_node)
                 else:

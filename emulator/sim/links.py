@@ -185,7 +185,8 @@ class _End(Landing):
         receive = self.peer_receive
         if type(receive) is SwitchReceive:
             switch = receive  # (typed where compiled: a C call of rx)
-            switch.dataplane.rx(switch.port, frame, now)
+            # The engine holds the frame only to hand it over (Engine._run).
+            switch.dataplane.rx(switch.port, frame, now, 1)
         else:
             receive(frame, now)  # type: ignore[misc]
 

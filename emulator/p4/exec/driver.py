@@ -437,18 +437,19 @@ cdef extern from *:
     void _aif_unhash(PyObject* o)
 
 
-cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur):
+cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur, int lent_refs):
     # _join_out for a unicast packet whose frame and context egress alone
     # holds: where its context is all that still holds the frame it came in
-    # (counted: the cursor's hold let go first) and the emitted headers are
-    # as long as the parsed ones, they are written over those in place and
-    # that frame goes out: no new frame, no copy of the payload. Nobody can
-    # see the change: nobody else has the frame.
+    # (counted: the cursor's hold let go first; ``lent_refs``, the queue's:
+    # held by whoever delivered the frame, only to hand it over) and the
+    # emitted headers are as long as the parsed ones, they are written over
+    # those in place and that frame goes out: no new frame, no copy of the
+    # payload. Nobody can see the change: nobody else has the frame.
     cdef object pdata = ctx._pdata
     if cur is not None and cur.buf is pdata:
         cur.buf = None
-    if type(pdata) is not bytes or _aif_refs(<PyObject*>pdata) != 2 \\
-            or _headers_len(out) != ctx._poff:  # (refs: ctx's and pdata)
+    if type(pdata) is not bytes or _aif_refs(<PyObject*>pdata) != 2 + lent_refs \\
+            or _headers_len(out) != ctx._poff:  # (refs: ctx's and pdata, and the lent)
         return _join_out(out, ctx)
     _put_headers(PyBytes_AS_STRING(pdata), out)
     _aif_unhash(<PyObject*>pdata)
@@ -496,6 +497,7 @@ CYTHON_SHARED_RESULTS = {
     "queue.enq_timestamp_us": "q.enq_timestamp_us",
     "queue.enq_qdepth": "q.enq_qdepth",
     "queue.deq_qdepth": "q.deq_qdepth",
+    "_rewrite_out(out, ctx, f.pkt_in, 0)": "_rewrite_out(out, ctx, f.pkt_in, q.lent_refs)",
 }
 
 
@@ -529,15 +531,17 @@ CYTHON_PAYLOAD = {
     "out.append(ctx.payload)\n    data = b\"\".join(out)":
         "if owned and ctx.clone is None and _aif_refs(<PyObject*>f) == 2 \\\n"
         "            and _aif_refs(<PyObject*>ctx) == 2:  # (f, item.pkt; ctx, f._ctx)\n"
-        "        data = _rewrite_out(out, ctx, f.pkt_in)\n"
+        "        data = _rewrite_out(out, ctx, f.pkt_in, 0)\n"
         "    else:\n"
         "        data = _join_out(out, ctx)",
 }
-# ... and reads the pipeline's clock and random stream from locals bind()
-# sets (.cython_module; the pipeline sets both once, in its __init__), not
-# through the pipeline object each packet.
-CYTHON_PIPE = {"PIPE._clock_us()": "PIPE_clock_us()", "PIPE.rng": "PIPE_rng"}
-PIPE_LOCALS = ("    PIPE_clock_us = PIPE._clock_us", "    PIPE_rng = PIPE.rng")
+# ... and reads the pipeline's clock, random stream and number of priority
+# queues from locals bind() sets (.cython_module; the pipeline sets each once,
+# in its __init__), not through the pipeline object each packet.
+CYTHON_PIPE = {"PIPE._clock_us()": "PIPE_clock_us()", "PIPE.rng": "PIPE_rng",
+               "PIPE.priority_queues": "PIPE_priority_queues"}
+PIPE_LOCALS = ("    PIPE_clock_us = PIPE._clock_us", "    PIPE_rng = PIPE.rng",
+               "    PIPE_priority_queues = PIPE.priority_queues")
 CYTHON_KEYED = {
     "key = decisions.read_key(f)": "key = _dc_read_key(f)",
     "cached = decisions.entries.get(key)": "cached = (<dict>decisions.entries).get(key)",

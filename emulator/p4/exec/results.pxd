@@ -9,7 +9,9 @@ cdef class Output:
 
 
 cdef class QueueInfo:
-    cdef public object enq_qdepth, deq_qdepth, enq_timestamp_us
+    cdef public long long enq_qdepth, deq_qdepth
+    cdef public object enq_timestamp_us
+    cdef public int lent_refs
 
 
 cdef class EgressItem:

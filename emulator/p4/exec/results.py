@@ -44,15 +44,21 @@ class QueueInfo:
     """What the traffic manager tells egress about the packet's queue
     (BMv2's queueing metadata): depths in packets of the packet's own
     priority queue, times in microseconds. Good for the egress call it is
-    given to: the switch target sets one per port anew for each packet."""
+    given to: the switch target sets one per port anew for each packet.
+    ``lent_refs``: references to the frame the packet came in that whoever
+    delivered it holds only to hand it over (dropped after the call, the
+    bytes never read again); the compiled egress counts them as its own
+    when it checks that nobody else holds the frame it may rewrite in place
+    (:mod:`.driver`'s ``_rewrite_out``)."""
 
-    __slots__ = ("enq_qdepth", "deq_qdepth", "enq_timestamp_us")
+    __slots__ = ("enq_qdepth", "deq_qdepth", "enq_timestamp_us", "lent_refs")
 
     def __init__(self, enq_qdepth: int = 0, deq_qdepth: int = 0,
-                 enq_timestamp_us: float | None = None) -> None:
+                 enq_timestamp_us: float | None = None, lent_refs: int = 0) -> None:
         self.enq_qdepth = enq_qdepth
         self.deq_qdepth = deq_qdepth
         self.enq_timestamp_us = enq_timestamp_us
+        self.lent_refs = lent_refs
 
 
 @cython.freelist(32)

@@ -34,6 +34,7 @@ cdef class DataPlane:
     cdef public int priority_queues
     cdef public object clock, log, pipeline, _pipe_clock_us, digest_handler
     cdef object _methods_of, _pipe_ingress, _pipe_egress
+    cdef int _lent_refs
     cdef public bint pfc_to_pipeline
     cdef public dict ports
     cdef public dict drops
@@ -49,7 +50,7 @@ cdef class DataPlane:
 
     @cython.locals(counters=PortCounters, n=cython.Py_ssize_t, start=double, free_at=double,
                    rate=double, nbits=cython.longlong)
-    cpdef rx(self, PortState ps, object frame, double now)
+    cpdef rx(self, PortState ps, object frame, double now, int lent_refs=*)
     @cython.locals(res=ProcessResult)
     cpdef _ingress(self, PortState ps, object port, object frame, object instance_type,
                    object preserved, double now)

@@ -166,6 +166,7 @@ class DataPlane:
         self._methods_of: V1ModelPipeline | None = None
         self._pipe_ingress: Any = None
         self._pipe_egress: Any = None
+        self._lent_refs = 0  # rx's lent_refs, while its frame is in ingress
         self._pipe_clock_us: Callable[[], float] = lambda: self.clock() * 1e6
         # Drops not tied to a port we have (egress port unknown, recirculation
         # from an unknown port), by cause.
@@ -273,7 +274,12 @@ class DataPlane:
         CPU port)."""
         self.rx(self.port(number), frame, self.clock() if now is None else now)
 
-    def rx(self, ps: PortState, frame: bytes, now: float) -> None:
+    def rx(self, ps: PortState, frame: bytes, now: float, lent_refs: int = 0) -> None:
+        """``frame`` received on ``ps`` at ``now``. ``lent_refs``: references
+        to it the caller holds only to hand it over, dropped after this call
+        with the bytes unread (the engine's delivery: one); a packet that
+        cuts through may then leave in this frame, its headers rewritten
+        (:class:`~emulator.p4.exec.results.QueueInfo`)."""
         counters = ps.counters
         n = len(frame)
         counters.rx_packets += 1
@@ -299,7 +305,11 @@ class DataPlane:
                 and self._mac_control(ps, frame, now) \
                 and not self.pfc_to_pipeline:
             return
-        self._ingress(ps, ps.number, frame, NORMAL, None, now)
+        self._lent_refs = lent_refs
+        try:
+            self._ingress(ps, ps.number, frame, NORMAL, None, now)
+        finally:
+            self._lent_refs = 0
 
     def _ingress(self, ps: PortState | None, port: int, frame: bytes, instance_type: int,
                  preserved: dict | None, now: float) -> None:
@@ -396,10 +406,13 @@ class DataPlane:
             if buf.release(acc, prio, length):
                 self._pfc_send(acc.port, prio, 0, now)  # type: ignore[union-attr]
             ps.kicking = True  # an egress clone to this port queues behind us
+            idle = self._idle_queue
+            idle.lent_refs = self._lent_refs  # (the frame rx is in the middle of)
             try:
-                self._start(ps, qc, item, pipe, self._idle_queue, now, now, src)
+                self._start(ps, qc, item, pipe, idle, now, now, src)
             finally:
                 ps.kicking = False
+                idle.lent_refs = 0
             if (tm.nonempty or ps.ctrl) and not ps.busy:
                 self._kick(ps, now, now)
             return

@@ -393,6 +393,26 @@ def test_a_frame_nobody_else_holds_gets_its_headers_rewritten_in_place(fabric):
         assert hash(out.data) == hash(bytes(bytearray(out.data)))
 
 
+
+def test_references_a_deliverer_lends_count_as_egress_own_and_no_more(fabric):
+    """``QueueInfo.lent_refs``: references to the frame that whoever
+    delivered it holds only to hand it over. With one lent and the test
+    holding the frame once (as the engine does while a packet cuts through),
+    egress writes in that frame; with one more holder, it does not."""
+    pipe = _fabric_on(fabric, "cython")
+    expected = _fabric_on_out(_fabric_on(fabric, "python"), roce(psn=5, ttl=9, size=900))
+    frame = roce(psn=5, ttl=9, size=900)
+    (item,) = pipe.ingress(1, frame).queued
+    (out,) = pipe.egress(item, QueueInfo(enq_qdepth=3, lent_refs=1)).outputs
+    assert out.data is frame and frame == expected  # (the lender reads it no more)
+    frame = roce(psn=5, ttl=9, size=900)
+    also = frame  # a holder besides the lender
+    (item,) = pipe.ingress(1, frame).queued
+    (out,) = pipe.egress(item, QueueInfo(enq_qdepth=3, lent_refs=1)).outputs
+    assert out.data is not also and out.data == expected
+    assert also == roce(psn=5, ttl=9, size=900)  # not written to
+
+
 def _fabric_on_out(pipe: V1ModelPipeline, frame: bytes) -> bytes:
     (item,) = pipe.ingress(1, frame).queued
     (out,) = pipe.egress(item, QueueInfo(enq_qdepth=3)).outputs

@@ -17,6 +17,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from emulator import speedups
 from emulator.control.fabric_plan import EcnSettings, FabricSettings, PfcSettings
 from emulator.sim.engine import Engine
 from emulator.sim.fabric import SimFabric
@@ -54,12 +55,13 @@ def test_lone_flow_runs_at_line_rate_on_a_multi_hop_path(tmp_path: Path) -> None
     assert results["sim"]["hops"] > 4 * wire / 1100
 
 
-def _leaf(tmp_path: Path, settings: FabricSettings, buffer_bytes: int):  # type: ignore[no-untyped-def]
+def _leaf(tmp_path: Path, settings: FabricSettings, buffer_bytes: int,  # type: ignore[no-untyped-def]
+          executor: str | None = None):
     """Three servers on one 10 Gb/s leaf, programmed, no agents."""
     topo = build_topology(spec_from_dict(topology(3, 1, rate="10Gbps", delay="1us"), "<t>"))
     engine = Engine()
     fabric = SimFabric(topo, engine, settings=settings, workdir=tmp_path,
-                       buffer_bytes=buffer_bytes, seed=3)
+                       buffer_bytes=buffer_bytes, seed=3, executor=executor)
     fabric.start()
     return topo, engine, fabric
 
@@ -79,6 +81,43 @@ def _data_frame(topo, src: str, dst: str, payload: int = 1000) -> bytes:  # type
     return bytes(Ether(src=a.mac, dst=a.gateway_mac)
                  / IP(src=a.ip, dst=b.ip, tos=26 << 2 | 0b10, ttl=64)
                  / UDP(sport=0xC000, dport=4791) / Raw(b"\x00" * payload))
+
+
+
+def test_a_frame_crosses_a_switch_in_place_unless_someone_else_holds_it(tmp_path: Path) -> None:
+    """Where the engine alone holds a delivered frame, the leaf's compiled
+    egress writes the packet's new headers into it, also when the packet
+    cuts through (egress inside the delivery: the engine lends its hold,
+    DataPlane.rx): the frame the receiver gets is the one sent. A frame the
+    sender still holds is never written to: it reads as it was sent."""
+    topo, engine, fabric = _leaf(tmp_path, FabricSettings(), 1_000_000, executor="cython")
+    leaf = topo.gpu("srv1/gpu0").switch
+    pipe = fabric.switches[leaf].dataplane.pipeline
+    if pipe.executor != "cython" or not {"emulator.sim.engine", "emulator.sim.links",
+                                         "emulator.targets.builtin.dataplane",
+                                         "emulator.p4.exec.results"} <= set(speedups.loaded()):
+        pytest.skip(f"needs the compiled P4 executor and speedups ({speedups.state()})")
+    got: list[tuple[int, int, bytes]] = []
+    end = fabric.port_ends[(leaf, topo.gpu("srv1/gpu0").switch_port)]
+    end.peer_receive = lambda frame, now: got.append((id(frame), frame[22], bytes(frame)))
+    sender = fabric.nic_ends["srv0/gpu0"]
+    held = _data_frame(topo, "srv0/gpu0", "srv1/gpu0")
+    sender.send(held)
+    sent_ids = []
+    for _ in range(3):  # sent and let go: only the engine holds them
+        frame = _data_frame(topo, "srv0/gpu0", "srv1/gpu0")
+        sent_ids.append(id(frame))
+        sender.send(frame)
+        del frame
+    try:
+        engine.run(0.001)
+    finally:
+        fabric.stop()
+    assert len(got) == 4 and all(ttl == 63 for _, ttl, _ in got)
+    assert held == _data_frame(topo, "srv0/gpu0", "srv1/gpu0")  # not written to
+    assert got[0][0] != id(held)
+    assert [i for i, _, _ in got[1:]] == sent_ids  # the same frames, rewritten
+    assert len({data for _, _, data in got}) == 1  # all four leave the same bytes
 
 
 def test_pfc_pause_holds_a_queue_for_quanta_times_512_bit_times(one_leaf) -> None:  # type: ignore[no-untyped-def]
