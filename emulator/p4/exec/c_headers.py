@@ -42,10 +42,9 @@ def c_extract_fn(name: str, nbytes: int, spans: list[tuple[str, int, int, int, i
 
 
 def c_emit_fn(name: str, nbytes: int, spans: list[tuple[str, int, int, int, int]]) -> str:
-    """``_e_<name>(h)``: the header's bytes, written through a C pointer."""
-    lines = [f"cdef bytes _e_{name}({name} h):",
-             f"    cdef bytes out = PyBytes_FromStringAndSize(NULL, {nbytes})",
-             "    cdef unsigned char* q = <unsigned char*>PyBytes_AS_STRING(out)",
+    """``_w_<name>(h, q)``: the header's bytes written at ``q`` (``nbytes``
+    of them), and ``_e_<name>(h)``: those bytes as a new bytes object."""
+    lines = [f"cdef inline void _w_{name}({name} h, unsigned char* q) noexcept:",
              f"    memset(q, 0, {nbytes})"]
     for slot, first, span, r, w in spans:
         v = f"(h.{slot} & {(1 << w) - 1}ULL)" if w < 64 else f"h.{slot}"
@@ -57,7 +56,10 @@ def c_emit_fn(name: str, nbytes: int, spans: list[tuple[str, int, int, int, int]
             low = r + w - 64  # the field's bits in the last byte
             lines.append(f"    _st(q + {first}, 8, {v} >> {low})")
             lines.append(f"    q[{first + 8}] |= <unsigned char>(({v} & {(1 << low) - 1}ULL) << {8 - low})")
-    lines.append("    return out")
+    lines += [f"cdef bytes _e_{name}({name} h):",
+              f"    cdef bytes out = PyBytes_FromStringAndSize(NULL, {nbytes})",
+              f"    _w_{name}(h, <unsigned char*>PyBytes_AS_STRING(out))",
+              "    return out"]
     return "\n".join(lines)
 
 

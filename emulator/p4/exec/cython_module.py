@@ -59,7 +59,8 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
             layouts.cython_source(), ""]
     out.extend(_cdef_frame(name, slots, layouts.c_type) for name, slots in frames)
     if packet_frame is not None:
-        out.append(_cdef_frame("PacketFrame", packet_frame, layouts.c_type))
+        out.append(_cdef_frame("PacketFrame", packet_frame, layouts.c_type) + SCRATCH_FIELDS)
+        out.append(_scratch_emitters(layouts.c_emitted))
         # a C call from the driver, still callable from Python (the pipeline)
         reuse = _frame_reuse(packet_frame, layouts)
         out.append(_c_packet_maker(packet_maker, layouts, reuse is not None))
@@ -83,6 +84,8 @@ def cython_module(*, label: str, static: dict[str, object], env: dict[str, objec
     if "PIPE" in env:
         binds.extend(PIPE_LOCALS)
     out += binds
+    if packet_frame is not None:
+        body = _emit_to_scratch(body, layouts.c_emitted)
     fns: list[str] = []
     for line in body.splitlines():
         if line.startswith("def "):
@@ -119,6 +122,45 @@ def _c_packet_maker(text: str, layouts: Layouts, reuse: bool = False) -> str:
               "        F._ctx = ctx", "        return F"] if reuse else []
     return "\n".join(["cdef list _FREE_FRAMES = []", "", "cpdef PacketFrame mk_packet(ctx):",
                       *declared, *reused, body])
+
+
+# The deparser's scratch: the headers it emits, in the packet's frame (C
+# arrays: no bytes object per header, no list), up to this many bytes; past
+# that, or once something not a C header is emitted, into the list
+# ``pkt_out`` as the Python executor does (the scratch moved in first).
+HEADER_SCRATCH_BYTES = 256
+SCRATCH_FIELDS = (f"\n    cdef unsigned char _hb[{HEADER_SCRATCH_BYTES}]"
+                  "\n    cdef Py_ssize_t _hn  # (bytes in _hb)")
+_C_EMIT = re.compile(r"(\w+)\._v and F\.pkt_out\.append\(_e_(\w+)\(\1\)\)")
+
+
+def _scratch_emitters(c_emitted: dict[str, int]) -> str:
+    """``_out_list(F)``, the deparser's list (the scratch's bytes moved in
+    first), and ``_ec_<class>(F, h)``, a C header's emit into the scratch."""
+    lines = ["cdef list _out_list(PacketFrame F):",
+             "    if F.pkt_out is None:",
+             "        F.pkt_out = []",
+             "    if F._hn:",
+             "        F.pkt_out.append(PyBytes_FromStringAndSize(<char*>F._hb, F._hn))",
+             "        F._hn = 0",
+             "    return F.pkt_out"]
+    for name, nbytes in sorted(c_emitted.items()):
+        lines += [f"cdef inline int _ec_{name}(PacketFrame F, {name} h) except -1:",
+                  f"    if F.pkt_out is None and F._hn + {nbytes} <= {HEADER_SCRATCH_BYTES}:",
+                  f"        _w_{name}(h, F._hb + F._hn)",
+                  f"        F._hn += {nbytes}",
+                  "    else:",
+                  f"        _out_list(F).append(_e_{name}(h))",
+                  "    return 0"]
+    return "\n".join(lines)
+
+
+def _emit_to_scratch(body: str, c_emitted: dict[str, int]) -> str:
+    """The generated functions with their C headers' emits into the frame's
+    scratch and every other use of ``F.pkt_out`` through ``_out_list``."""
+    body = _C_EMIT.sub(lambda m: (f"{m[1]}._v and _ec_{m[2]}(F, {m[1]})" if m[2] in c_emitted
+                                  else m[0]), body)
+    return body.replace("F.pkt_out", "_out_list(F)")
 
 
 # Frames egress gives back for mk_packet to reuse, at most.

@@ -381,9 +381,12 @@ cdef inline Output _new_output(port, data, instance_type, priority):
     return o
 
 
-cdef Py_ssize_t _headers_len(list out):
-    # the emitted headers' bytes, or -1 where one is not bytes
+cdef Py_ssize_t _headers_len(list out, Py_ssize_t hn):
+    # the emitted headers' bytes (out None: hn, all in the frame's
+    # scratch), or -1 where one is not bytes
     cdef Py_ssize_t n = 0
+    if out is None:
+        return hn
     for item in out:
         if type(item) is not bytes:
             return -1
@@ -391,9 +394,13 @@ cdef Py_ssize_t _headers_len(list out):
     return n
 
 
-cdef char* _put_headers(char* q, list out):
-    # the emitted headers (all bytes) copied to q on; the end
+cdef char* _put_headers(char* q, list out, const unsigned char* hb, Py_ssize_t hn):
+    # the emitted headers (all bytes; out None: the scratch's hn at hb)
+    # copied to q on; the end
     cdef Py_ssize_t n
+    if out is None:
+        memcpy(q, hb, hn)
+        return q + hn
     for item in out:
         n = PyBytes_GET_SIZE(item)
         memcpy(q, PyBytes_AS_STRING(item), n)
@@ -401,21 +408,24 @@ cdef char* _put_headers(char* q, list out):
     return q
 
 
-cdef bytes _join_out(list out, PacketContext ctx):
+cdef bytes _join_out(list out, PacketContext ctx, const unsigned char* hb, Py_ssize_t hn):
     # b"".join(out + [ctx.payload]) without making the payload's view: the
-    # emitted headers and the payload copied once into the new frame.
+    # emitted headers (out None: the frame's scratch, hn bytes at hb) and
+    # the payload copied once into the new frame.
     cdef object pdata = ctx._pdata
     cdef Py_ssize_t off = ctx._poff, n, k
     cdef bytes frame
     cdef char* q
     if type(pdata) is bytes:
-        n = _headers_len(out)
+        n = _headers_len(out, hn)
         if n >= 0:
             k = PyBytes_GET_SIZE(pdata) - off
             frame = PyBytes_FromStringAndSize(NULL, n + k)
-            q = _put_headers(PyBytes_AS_STRING(frame), out)
+            q = _put_headers(PyBytes_AS_STRING(frame), out, hb, hn)
             memcpy(q, PyBytes_AS_STRING(pdata) + off, k)
             return frame
+    if out is None:
+        out = [PyBytes_FromStringAndSize(<const char*>hb, hn)]
     out.append(ctx.payload)
     return b"".join(out)
 
@@ -437,7 +447,8 @@ cdef extern from *:
     void _aif_unhash(PyObject* o)
 
 
-cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur, int lent_refs):
+cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur, int lent_refs,
+                        const unsigned char* hb, Py_ssize_t hn):
     # _join_out for a unicast packet whose frame and context egress alone
     # holds: where its context is all that still holds the frame it came in
     # (counted: the cursor's hold let go first; ``lent_refs``, the queue's:
@@ -449,9 +460,9 @@ cdef bytes _rewrite_out(list out, PacketContext ctx, Cursor cur, int lent_refs):
     if cur is not None and cur.buf is pdata:
         cur.buf = None
     if type(pdata) is not bytes or _aif_refs(<PyObject*>pdata) != 2 + lent_refs \\
-            or _headers_len(out) != ctx._poff:  # (refs: ctx's and pdata, and the lent)
-        return _join_out(out, ctx)
-    _put_headers(PyBytes_AS_STRING(pdata), out)
+            or _headers_len(out, hn) != ctx._poff:  # (refs: ctx's and pdata, and the lent)
+        return _join_out(out, ctx, hb, hn)
+    _put_headers(PyBytes_AS_STRING(pdata), out, hb, hn)
     _aif_unhash(<PyObject*>pdata)
     return pdata
 
@@ -497,7 +508,7 @@ CYTHON_SHARED_RESULTS = {
     "queue.enq_timestamp_us": "q.enq_timestamp_us",
     "queue.enq_qdepth": "q.enq_qdepth",
     "queue.deq_qdepth": "q.deq_qdepth",
-    "_rewrite_out(out, ctx, f.pkt_in, 0)": "_rewrite_out(out, ctx, f.pkt_in, q.lent_refs)",
+    "_rewrite_out(out, ctx, f.pkt_in, 0,": "_rewrite_out(out, ctx, f.pkt_in, q.lent_refs,",
 }
 
 
@@ -528,12 +539,15 @@ CYTHON_PAYLOAD = {
     "ctx.payload = memoryview(data)[cur.off:] if cur.off else data":
         "ctx._pdata = data; ctx._poff = cur.off",
     "ctx.payload = ictx.payload": "ctx._pdata = ictx._pdata; ctx._poff = ictx._poff",
+    "    out = []\n    f.pkt_out = out\n": "    f._hn = 0  # (the deparser's scratch, see .cython_module)\n"
+                                         "    f.pkt_out = None\n",
     "out.append(ctx.payload)\n    data = b\"\".join(out)":
-        "if owned and ctx.clone is None and _aif_refs(<PyObject*>f) == 2 \\\n"
+        "out = f.pkt_out  # (None: every header is in f's scratch)\n"
+        "    if owned and ctx.clone is None and _aif_refs(<PyObject*>f) == 2 \\\n"
         "            and _aif_refs(<PyObject*>ctx) == 2:  # (f, item.pkt; ctx, f._ctx)\n"
-        "        data = _rewrite_out(out, ctx, f.pkt_in, 0)\n"
+        "        data = _rewrite_out(out, ctx, f.pkt_in, 0, f._hb, f._hn)\n"
         "    else:\n"
-        "        data = _join_out(out, ctx)",
+        "        data = _join_out(out, ctx, f._hb, f._hn)",
 }
 # ... and reads the pipeline's clock, random stream and number of priority
 # queues from locals bind() sets (.cython_module; the pipeline sets each once,

@@ -95,6 +95,8 @@ class Layouts:
         # Code for the compiled executor: a header whose fields are all C
         # integers is extracted and emitted by C functions (``_x_``, ``_e_``).
         self.cython = False
+        # the header classes ``_e_``/``_w_`` emit, by name: their length in bytes
+        self.c_emitted: dict[str, int] = {}
 
     def class_name(self, t: Type) -> str:
         if t in self._names:
@@ -108,6 +110,7 @@ class Layouts:
                 spans, nbytes = c_spans(t), t.width // 8
                 self._cy_chunks.append(c_extract_fn(name, nbytes, spans))
                 self._cy_chunks.append(c_emit_fn(name, nbytes, spans))
+                self.c_emitted[name] = nbytes
         elif isinstance(t, HeaderUnionType):
             for f in t.fields:
                 self.class_name(f.type)

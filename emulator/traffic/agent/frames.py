@@ -41,6 +41,11 @@ HEAD_BYTES = ETH_BYTES + 20 + 8 + 8
 _PSN_RETH = struct.Struct("!IQII")
 _PSN_AETH = struct.Struct("!II")
 _U32 = struct.Struct("!I")
+# What data() calls per packet, bound once (no attribute lookup each call).
+_pack_psn_reth = _PSN_RETH.pack
+_pack_psn = _U32.pack
+_pack_icrc = struct.Struct("<I").pack
+_crc32 = zlib.crc32
 # Shapes kept per queue pair: (opcode, payload length); the last packets of
 # messages of many sizes would otherwise grow the cache without end.
 MAX_SHAPES = 256
@@ -130,14 +135,14 @@ class QpFrames:
             shape = self._shape(opcode, plen)
         head, state, tail, tables, reth = shape
         word = psn | ACK_REQ_BIT if ack_req else psn
-        ext = _PSN_RETH.pack(word, self.va, self.rkey, dma_len) if reth else _U32.pack(word)
-        v = zlib.crc32(ext, state)
+        ext = _pack_psn_reth(word, self.va, self.rkey, dma_len) if reth else _pack_psn(word)
+        v = _crc32(ext, state)
         if tables is None:
-            crc = zlib.crc32(tail, v)
+            crc = _crc32(tail, v)
         else:
             t0, t1, t2, t3, c = tables
             crc = c ^ t0[v & 255] ^ t1[v >> 8 & 255] ^ t2[v >> 16 & 255] ^ t3[v >> 24]
-        return b"".join((head, ext, tail, crc.to_bytes(4, "little")))
+        return b"".join((head, ext, tail, _pack_icrc(crc)))
 
     def ack(self, psn: int, msn: int, syndrome: int) -> bytes:
         """An RC ACKNOWLEDGE (ACK or NAK by ``syndrome``) for ``psn``, ``msn``."""

@@ -214,6 +214,50 @@ def test_a_cached_pass_writes_back_c_integers_and_wider_values_as_python_does():
         write.pack(())  # an entry's values, one per field written
 
 
+
+@pytest.mark.parametrize("middle", ["", "v_t v;"])
+def test_headers_past_the_deparser_scratch_or_after_a_varbit_leave_as_python_emits_them(middle):
+    """The compiled deparser writes C headers into the frame's scratch (no
+    bytes object each) and falls back to a list past its 256 bytes or once
+    something else is emitted (a varbit header): the packets leave with
+    Python's bytes either way, in place or in a new frame."""
+    names = [f"h{i}" for i in range(24)]  # 24 x 16 bytes: past the scratch
+    middle_extract = "pkt.extract(hdr.v, (bit<32>)hdr.h0.a[3:0] * 8);" if middle else ""
+    text = v1switch(
+        decls="header h_t { bit<64> a; bit<64> b; }\nheader v_t { varbit<120> x; }\n",
+        headers="struct headers { eth_t eth; h_t h0; " + middle + " "
+                + " ".join(f"h_t {n};" for n in names[1:]) + " }",
+        parser="""parser P(packet_in pkt, out headers hdr, inout metadata meta,
+                           inout standard_metadata_t sm) {
+            state start { pkt.extract(hdr.eth); pkt.extract(hdr.h0); """ + middle_extract + " "
+               + " ".join(f"pkt.extract(hdr.{n});" for n in names[1:]) + """ transition accept; }
+        }""",
+        ingress="""apply {
+            sm.egress_spec = 1;
+            hdr.h7.b = hdr.h7.b + 1;
+            hdr.h23.a = hdr.h0.a ^ hdr.h23.a;
+            if (hdr.h0.b == 0) { hdr.h12.setInvalid(); }
+        }""",
+        deparser="apply { pkt.emit(hdr.eth); pkt.emit(hdr.h0); " + ("pkt.emit(hdr.v); " if middle else "")
+                 + " ".join(f"pkt.emit(hdr.{n});" for n in names[1:]) + " }")
+    program = compile_text(text, "deep.p4")
+    pipes = {ex: V1ModelPipeline(program, seed=1, clock_us=StepClock(), executor=ex)
+             for ex in ("python", "cython")}
+    assert pipes["cython"].executor == "cython", pipes["cython"].executor_note
+    code = pipes["cython"].compiled.source.split("def bind(")[1]
+    assert code.count("_ec_H_h_t") == 24 and code.count("_ec_H_eth_t") == 1  # (each emit in C)
+    rng = random.Random(5)
+    eth = bytes.fromhex(ETH_HDR + "88b5")
+    for i in range(60):
+        h0 = bytearray(rng.randbytes(16))
+        if i % 3 == 0:
+            h0[8:16] = bytes(8)  # h0.b == 0: h12 not emitted
+        var = rng.randbytes((h0[7] & 15)) if middle else b""
+        frame = eth + bytes(h0) + var + rng.randbytes(16 * 23 + rng.randrange(40))
+        outs = [[o.data for o in p.process(0, frame).outputs] for p in pipes.values()]
+        assert outs[0] == outs[1] and outs[0], frame.hex()
+
+
 def test_a_built_module_is_kept_and_loaded_again(tmp_path, monkeypatch):
     monkeypatch.setenv("AIFABRIC_CACHE", str(tmp_path))
     source = f"def answer():\n    return {random.randrange(1 << 30)}\n"  # a module of its own
