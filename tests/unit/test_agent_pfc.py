@@ -32,6 +32,19 @@ def gap_around(times: list[float], t: float) -> tuple[float, float]:
     return before, after
 
 
+
+def test_the_next_expiry_is_the_earliest_pause_still_on():
+    p = PauseState(RATE, honoured=(1, 3, 6))
+    assert p.next_expiry() == float("inf")
+    p.on_frame({1: 300, 3: 100, 6: 200}, now=1.0)
+    assert p.next_expiry() == pytest.approx(1.0 + 100 * QUANTUM_S)  # priority 3's
+    p.expire(1.0 + 100 * QUANTUM_S)
+    assert p.next_expiry() == pytest.approx(1.0 + 200 * QUANTUM_S)  # then 6's
+    p.on_frame({6: 0}, now=1.0 + 150 * QUANTUM_S)                  # XON ends 6's
+    assert p.next_expiry() == pytest.approx(1.0 + 300 * QUANTUM_S)
+    p.expire(2.0)
+    assert p.next_expiry() == float("inf")
+
 def test_pause_state_timers_and_counters():
     p = PauseState(RATE, honoured=(3, 6))
     p.on_frame({3: 100, 5: 100}, now=1.0)          # 5 is not honoured

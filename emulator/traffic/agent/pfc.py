@@ -84,9 +84,15 @@ class PauseState:
                 self._resume(priority, self.until[priority])
 
     def next_expiry(self) -> float:
-        if not self.mask:
-            return math.inf
-        return min(self.until[p] for p in range(NUM_PRIORITIES) if self.mask >> p & 1)
+        """When the first pause on now ends (inf: none is on)."""
+        mask = self.mask
+        t = math.inf
+        if mask:
+            until = self.until
+            for p in range(NUM_PRIORITIES):
+                if mask >> p & 1 and until[p] < t:
+                    t = until[p]
+        return t
 
     def paused(self, priority: int) -> bool:
         return bool(self.mask >> priority & 1)
