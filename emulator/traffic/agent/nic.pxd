@@ -31,5 +31,5 @@ cdef class Nic:
     cpdef object _pick(self, double now)
     @cython.locals(paused=cython.longlong, qp=QueuePair, pacer=Pacer)
     cpdef object next_tx_time(self)
-    @cython.locals(c=NicCounters, n=Py_ssize_t)
+    @cython.locals(c=NicCounters, n=Py_ssize_t, qp=QueuePair)
     cpdef on_frame(self, object frame, double now)
