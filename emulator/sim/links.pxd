@@ -4,6 +4,7 @@ cimport cython
 from emulator.sim.engine cimport Component, Engine, Landing
 from emulator.targets.builtin.dataplane cimport DataPlane, PortState
 from emulator.traffic.agent.nic cimport Nic
+from emulator.traffic.agent.timers cimport TimerHeap
 
 cdef class Link
 
@@ -17,6 +18,7 @@ cdef class SwitchNode(Component):
 
 cdef class AgentNode(Component):
     cdef public object agent
+    cdef public TimerHeap timers
     cdef public list nics, nic_times
     cdef public object touched
 

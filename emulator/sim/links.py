@@ -91,11 +91,12 @@ class AgentNode(Component):
     NIC has no lag to give up). Anything else done to the agent from
     outside asks every NIC again."""
 
-    __slots__ = ("agent", "nics", "nic_times", "touched")
+    __slots__ = ("agent", "timers", "nics", "nic_times", "touched")
 
     def __init__(self, name: str, agent: Any, key: int = 0) -> None:
         super().__init__(name, key)
         self.agent = agent
+        self.timers = agent.timers  # (made with the agent, never replaced)
         self.nics = list(agent.nics)
         self.nic_times = [INF] * len(self.nics)
         self.touched: list[int] | None = _ALL
@@ -116,15 +117,14 @@ class AgentNode(Component):
                 nic = nics[i]
                 times[i] = nic.next_tx_time()
         self.touched = _ALL
-        t = agent.timers.next_time()
+        t = self.timers.next_time()
         for n in times:
             if n < t:
                 t = n
         return t
 
     def wake(self, now: float) -> None:
-        agent = self.agent
-        if agent.timers.run_due(now):
+        if self.timers.run_due(now):
             for nic in self.nics:   # a timer may have given any NIC work
                 nic.service(now)
             return
