@@ -491,15 +491,19 @@ cpdef object _c_replay_bumps(tuple bumps, object nbytes):
 """
 TWIN_NAMES = ("PacketContext", "Cursor", "ProcessResult", "EgressItem", "Output")
 # Where the compiled results module is in use (the speedups group), the
-# program's module cimports its classes in place of its own three: the data
-# plane reads what the module returns in C.
+# program's module cimports its classes in place of its own three, and the
+# decision cache's (.decision_cache): the data plane reads what the module
+# returns in C, the module the cache's entries and counts.
 RESULTS_CIMPORT = ("from emulator.p4.exec.results cimport "
-                   "EgressItem, Output, ProcessResult, QueueInfo")
+                   "EgressItem, Output, ProcessResult, QueueInfo\n"
+                   "from emulator.p4.exec.decision_cache cimport DecisionCache")
 _OWN_RESULTS = re.compile(r"^#results:\n.*?^#end results\n", re.M | re.S)
 
 
-# ... and its egress reads the packet's item and the queue's figures in C.
+# ... and its egress reads the packet's item and the queue's figures in C,
+# its ingress the decision cache's entries and counts.
 CYTHON_SHARED_RESULTS = {
+    "    #cy: cdef Cursor cur\n": "    #cy: cdef Cursor cur\n    #cy: cdef DecisionCache decisions\n",
     "    result = ProcessResult.__new__(ProcessResult)  # (as in ingress)\n":
         "    cdef QueueInfo q\n    cdef EgressItem it = item\n"
         "    result = ProcessResult.__new__(ProcessResult)\n",
@@ -508,7 +512,7 @@ CYTHON_SHARED_RESULTS = {
     "queue.enq_timestamp_us": "q.enq_timestamp_us",
     "queue.enq_qdepth": "q.enq_qdepth",
     "queue.deq_qdepth": "q.deq_qdepth",
-    "_rewrite_out(out, ctx, f.pkt_in, 0,": "_rewrite_out(out, ctx, f.pkt_in, q.lent_refs,",
+    "getattr(queue, 'lent_refs', 0)": "q.lent_refs",
 }
 
 
@@ -520,8 +524,8 @@ def cython_twins(shared_results: bool) -> str:
     return _OWN_RESULTS.sub(RESULTS_CIMPORT + "\n", CYTHON_TWINS)
 # Python functions the compiled driver has a C twin of (by qualified name),
 # as .c_headers.C_TWINS.
-DRIVER_C_TWINS = {"emulator.p4.exec.decisions.replay_bumps": ("_c_replay_bumps",
-                                                              "tuple bumps, object nbytes")}
+DRIVER_C_TWINS = {"emulator.p4.exec.decision_cache.replay_bumps": ("_c_replay_bumps",
+                                                                   "tuple bumps, object nbytes")}
 
 BLOCKS = ("__PARSER__", "__VERIFY__", "__INGRESS__", "__EGRESS__", "__COMPUTE__", "__DEPARSER__")
 
@@ -545,7 +549,8 @@ CYTHON_PAYLOAD = {
         "out = f.pkt_out  # (None: every header is in f's scratch)\n"
         "    if owned and ctx.clone is None and _aif_refs(<PyObject*>f) == 2 \\\n"
         "            and _aif_refs(<PyObject*>ctx) == 2:  # (f, item.pkt; ctx, f._ctx)\n"
-        "        data = _rewrite_out(out, ctx, f.pkt_in, 0, f._hb, f._hn)\n"
+        "        data = _rewrite_out(out, ctx, f.pkt_in, getattr(queue, 'lent_refs', 0),\n"
+        "                            f._hb, f._hn)\n"
         "    else:\n"
         "        data = _join_out(out, ctx, f._hb, f._hn)",
 }

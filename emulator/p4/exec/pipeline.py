@@ -25,9 +25,8 @@ from emulator.p4 import ir
 from emulator.p4.errors import RuntimeConfigError
 from emulator.p4.exec.blocks import CompiledBlocks, ModuleBuilder
 from emulator.p4.exec.codegen import unsupported
-from emulator.p4.exec.decisions import (
-    DecisionCache, key_paths, replay_bumps, touched, Uncacheable, varying_paths,
-)
+from emulator.p4.exec.decision_cache import DecisionCache, replay_bumps
+from emulator.p4.exec.decisions import key_paths, touched, Uncacheable, varying_paths
 from emulator.p4.exec.externs import (
     Counter, Cursor, ExitBlock, HASHES, Meter, PacketContext, ParserError, Register,
 )
