@@ -117,17 +117,20 @@ IP_FIELDS = """{ hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.tot
                  hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
                  hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr }"""
 
+# Ingress that shows the verify's outcome (hdr.flag.bad) and changes the TTL.
+FLAG_INGRESS = """apply {
+    sm.egress_spec = 1;
+    hdr.flag.setValid();
+    hdr.flag.bad = (bit<8>)sm.checksum_error;
+    hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+}"""
+
 
 def test_ipv4_checksum_verify_and_update():
     text = v1switch(
         headers=IPV4, parser=IP_PARSER,
         verify=f"apply {{ verify_checksum(hdr.ipv4.isValid(), {IP_FIELDS}, hdr.ipv4.hdrChecksum, HashAlgorithm.csum16); }}",
-        ingress="""apply {
-            sm.egress_spec = 1;
-            hdr.flag.setValid();
-            hdr.flag.bad = (bit<8>)sm.checksum_error;
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-        }""",
+        ingress=FLAG_INGRESS,
         compute=f"apply {{ update_checksum(hdr.ipv4.isValid(), {IP_FIELDS}, hdr.ipv4.hdrChecksum, HashAlgorithm.csum16); }}")
     sw = Switch.build(text)
     ip = bytearray.fromhex("45000054 abcd 4000 40 01 0000 0a000001 0a000002".replace(" ", ""))

@@ -22,7 +22,7 @@ from emulator.p4.frontend import compile_file, compile_text
 from emulator.speedups.toolchain import missing
 from tests.unit.p4.compiled_kit import observe, packets, pipeline, state
 from tests.unit.p4.conformance_kit import ETH_HDR, StepClock, v1switch
-from tests.unit.p4.test_conformance_externs import IP_FIELDS, IP_PARSER, IPV4
+from tests.unit.p4.test_conformance_externs import FLAG_INGRESS, IP_FIELDS, IP_PARSER, IPV4
 from tests.unit.p4.test_exec_decisions import _fabric, _mixed_frames, roce
 
 FABRIC = Path(__file__).resolve().parents[3] / "p4src" / "fabric.p4"
@@ -139,12 +139,7 @@ def test_a_checksum_of_packed_fields_is_taken_in_c_as_python_takes_it():
         headers=IPV4, parser=IP_PARSER,
         verify=f"apply {{ verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5, {IP_FIELDS}, "
                "hdr.ipv4.hdrChecksum, HashAlgorithm.csum16); }",
-        ingress="""apply {
-            sm.egress_spec = 1;
-            hdr.flag.setValid();
-            hdr.flag.bad = (bit<8>)sm.checksum_error;
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-        }""",
+        ingress=FLAG_INGRESS,
         compute=f"apply {{ update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl != 6, {IP_FIELDS}, "
                 "hdr.ipv4.hdrChecksum, HashAlgorithm.csum16); }")
     program = compile_text(text, "csum.p4")
